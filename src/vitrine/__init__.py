@@ -1,0 +1,171 @@
+"""vitrine: evaluate LLM agents and workflows with evidence that holds up.
+
+The public API is re-exported here. Names resolve lazily so that ``vitrine --help`` and small
+scripts do not pay for scipy, pydantic or rich until they use them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # outcomes
+    "Census": "vitrine.outcomes",
+    "ExitCode": "vitrine.outcomes",
+    "MeasurementState": "vitrine.outcomes",
+    "Observation": "vitrine.outcomes",
+    "Verdict": "vitrine.outcomes",
+    "aggregate_exit_codes": "vitrine.outcomes",
+    "run_verdict": "vitrine.outcomes",
+    # floors
+    "ChanceFloor": "vitrine.floors",
+    "FloorKind": "vitrine.floors",
+    "FloorNotDerivableError": "vitrine.floors",
+    # benchmark model
+    "AdmissionError": "vitrine.bench.model",
+    "AdmittedCheck": "vitrine.bench.model",
+    "Arm": "vitrine.bench.model",
+    "Authority": "vitrine.bench.model",
+    "BenchmarkDefinition": "vitrine.bench.model",
+    "Case": "vitrine.bench.model",
+    "Check": "vitrine.bench.model",
+    "DefinitionError": "vitrine.bench.model",
+    "FunctionCheck": "vitrine.bench.model",
+    "admit": "vitrine.bench.model",
+    "check": "vitrine.bench.model",
+    # responses
+    "AttemptOutcome": "vitrine.bench.response",
+    "ImpossibleCensusError": "vitrine.bench.response",
+    "StageAttemptCensus": "vitrine.bench.response",
+    "StageStatus": "vitrine.bench.response",
+    "SubjectResponse": "vitrine.bench.response",
+    "TokenUsage": "vitrine.bench.response",
+    "ToolCallRecord": "vitrine.bench.response",
+    "ToolCallStatus": "vitrine.bench.response",
+    "WorkflowTrace": "vitrine.bench.response",
+    # results
+    "RunResult": "vitrine.bench.results",
+    "ScenarioRow": "vitrine.bench.results",
+    # providers
+    "ChatCompletion": "vitrine.providers.base",
+    "ChatMessage": "vitrine.providers.base",
+    "ChatModel": "vitrine.providers.base",
+    "ChatRequest": "vitrine.providers.base",
+    "Provenance": "vitrine.providers.base",
+    "ProviderError": "vitrine.providers.base",
+    "ProviderFailure": "vitrine.providers.base",
+    "ResponseFormat": "vitrine.providers.base",
+    "ToolCallRequest": "vitrine.providers.base",
+    "ToolSpec": "vitrine.providers.base",
+}
+
+__all__ = [
+    "AdmissionError",
+    "AdmittedCheck",
+    "Arm",
+    "AttemptOutcome",
+    "Authority",
+    "BenchmarkDefinition",
+    "Case",
+    "Census",
+    "ChanceFloor",
+    "ChatCompletion",
+    "ChatMessage",
+    "ChatModel",
+    "ChatRequest",
+    "Check",
+    "DefinitionError",
+    "ExitCode",
+    "FloorKind",
+    "FloorNotDerivableError",
+    "FunctionCheck",
+    "ImpossibleCensusError",
+    "MeasurementState",
+    "Observation",
+    "Provenance",
+    "ProviderError",
+    "ProviderFailure",
+    "ResponseFormat",
+    "RunResult",
+    "ScenarioRow",
+    "StageAttemptCensus",
+    "StageStatus",
+    "SubjectResponse",
+    "TokenUsage",
+    "ToolCallRecord",
+    "ToolCallRequest",
+    "ToolCallStatus",
+    "ToolSpec",
+    "Verdict",
+    "WorkflowTrace",
+    "admit",
+    "aggregate_exit_codes",
+    "check",
+    "run_verdict",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vitrine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:
+    from vitrine.bench.model import (
+        AdmissionError,
+        AdmittedCheck,
+        Arm,
+        Authority,
+        BenchmarkDefinition,
+        Case,
+        Check,
+        DefinitionError,
+        FunctionCheck,
+        admit,
+        check,
+    )
+    from vitrine.bench.response import (
+        AttemptOutcome,
+        ImpossibleCensusError,
+        StageAttemptCensus,
+        StageStatus,
+        SubjectResponse,
+        TokenUsage,
+        ToolCallRecord,
+        ToolCallStatus,
+        WorkflowTrace,
+    )
+    from vitrine.bench.results import RunResult, ScenarioRow
+    from vitrine.floors import ChanceFloor, FloorKind, FloorNotDerivableError
+    from vitrine.outcomes import (
+        Census,
+        ExitCode,
+        MeasurementState,
+        Observation,
+        Verdict,
+        aggregate_exit_codes,
+        run_verdict,
+    )
+    from vitrine.providers.base import (
+        ChatCompletion,
+        ChatMessage,
+        ChatModel,
+        ChatRequest,
+        Provenance,
+        ProviderError,
+        ProviderFailure,
+        ResponseFormat,
+        ToolCallRequest,
+        ToolSpec,
+    )

@@ -1,0 +1,274 @@
+"""Measurement states, observations, censuses, run verdicts and process exit codes.
+
+The whole harness rests on one distinction: a check that *failed* is a different fact from a
+check that *could not be measured*, and both differ from a check that did not apply. They are
+kept apart from the first observation to the process exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from types import MappingProxyType
+from typing import Any
+
+from vitrine.redact import sanitize_text
+
+__all__ = [
+    "Census",
+    "ExitCode",
+    "MeasurementState",
+    "Observation",
+    "ObservationError",
+    "Verdict",
+    "aggregate_exit_codes",
+    "exit_code_for_gate",
+    "run_verdict",
+]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class MeasurementState(StrEnum):
+    MEASURED = "measured"
+    NOT_APPLICABLE = "not_applicable"
+    NOT_MEASURED = "not_measured"
+
+
+class ObservationError(ValueError):
+    """An observation whose fields contradict its measurement state."""
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What one check saw in one trial.
+
+    ``value`` is the raw score (not the pass bit): scoring collapses values, gates read ``passed``.
+    Only a measured observation carries a value and a pass flag; the other two states carry a
+    sanitized reason instead, so that absence can never be mistaken for a zero.
+    """
+
+    state: MeasurementState
+    value: float | None = None
+    passed: bool | None = None
+    evidence: Mapping[str, Any] = field(default=_EMPTY)
+    label: str = ""
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.state is MeasurementState.MEASURED:
+            if self.value is None or self.passed is None:
+                raise ObservationError(
+                    "a measured observation needs both a value and a pass flag; "
+                    "use not_measured() when the instrument produced nothing"
+                )
+            if self.value != self.value:  # NaN is a broken instrument, not a score
+                raise ObservationError("a measured value cannot be NaN: report not_measured")
+        else:
+            if self.value is not None or self.passed is not None:
+                raise ObservationError(
+                    f"a {self.state.value} observation has no value or pass flag: "
+                    "absence must not be readable as a score"
+                )
+            if not self.reason:
+                raise ObservationError(f"a {self.state.value} observation needs a reason")
+
+    @classmethod
+    def measured(
+        cls,
+        value: float | bool,
+        passed: bool,
+        *,
+        evidence: Mapping[str, Any] | None = None,
+        label: str = "",
+    ) -> Observation:
+        return cls(
+            MeasurementState.MEASURED,
+            float(value),
+            passed,
+            _EMPTY if evidence is None else evidence,
+            label,
+        )
+
+    @classmethod
+    def not_applicable(
+        cls, reason: str, *, evidence: Mapping[str, Any] | None = None, label: str = ""
+    ) -> Observation:
+        return cls(
+            MeasurementState.NOT_APPLICABLE,
+            evidence=_EMPTY if evidence is None else evidence,
+            label=label,
+            reason=sanitize_text(reason),
+        )
+
+    @classmethod
+    def not_measured(
+        cls, reason: str, *, evidence: Mapping[str, Any] | None = None, label: str = ""
+    ) -> Observation:
+        return cls(
+            MeasurementState.NOT_MEASURED,
+            evidence=_EMPTY if evidence is None else evidence,
+            label=label,
+            reason=sanitize_text(reason),
+        )
+
+    @property
+    def is_measured(self) -> bool:
+        return self.state is MeasurementState.MEASURED
+
+    @property
+    def failed(self) -> bool:
+        """True only for a measured failure; absence is never a failure."""
+        return self.state is MeasurementState.MEASURED and self.passed is False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state.value,
+            "value": self.value,
+            "passed": self.passed,
+            "evidence": dict(self.evidence),
+            "label": self.label,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Observation:
+        try:
+            state = MeasurementState(data["state"])
+        except (KeyError, ValueError) as exc:
+            raise ObservationError(f"unknown measurement state in {dict(data)!r}") from exc
+        return cls(
+            state,
+            None if data.get("value") is None else float(data["value"]),
+            data.get("passed"),
+            MappingProxyType(dict(data.get("evidence") or {})),
+            str(data.get("label") or ""),
+            data.get("reason"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Census:
+    """How many observations were measured, not applicable, or not measured."""
+
+    measured: int = 0
+    not_applicable: int = 0
+    not_measured: int = 0
+
+    @classmethod
+    def of(cls, states: Iterable[MeasurementState | Observation]) -> Census:
+        counts = {s: 0 for s in MeasurementState}
+        for item in states:
+            counts[item.state if isinstance(item, Observation) else item] += 1
+        return cls(
+            counts[MeasurementState.MEASURED],
+            counts[MeasurementState.NOT_APPLICABLE],
+            counts[MeasurementState.NOT_MEASURED],
+        )
+
+    @property
+    def total(self) -> int:
+        return self.measured + self.not_applicable + self.not_measured
+
+    @property
+    def void(self) -> bool:
+        """Something was attempted and nothing was measured: no estimate exists."""
+        return self.total > 0 and self.measured == 0
+
+    def __add__(self, other: Census) -> Census:
+        return Census(
+            self.measured + other.measured,
+            self.not_applicable + other.not_applicable,
+            self.not_measured + other.not_measured,
+        )
+
+    def describe(self) -> str:
+        return (
+            f"{self.measured} of {self.total} measured, {self.not_applicable} n/a, "
+            f"{self.not_measured} not measured"
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "measured": self.measured,
+            "not_applicable": self.not_applicable,
+            "not_measured": self.not_measured,
+            "total": self.total,
+        }
+
+
+class Verdict(StrEnum):
+    """Run verdict, in precedence order FAIL > PENDING > WARN > PASS."""
+
+    PASS = "PASS"
+    WARN = "WARN"
+    PENDING = "PENDING"
+    FAIL = "FAIL"
+
+
+def run_verdict(observations: Iterable[Observation]) -> Verdict:
+    """FAIL on any measured failure; PENDING when nothing was measured; WARN on any gap."""
+    census_measured = 0
+    any_not_measured = False
+    for obs in observations:
+        if obs.failed:
+            return Verdict.FAIL
+        if obs.state is MeasurementState.MEASURED:
+            census_measured += 1
+        elif obs.state is MeasurementState.NOT_MEASURED:
+            any_not_measured = True
+    if census_measured == 0:
+        return Verdict.PENDING
+    return Verdict.WARN if any_not_measured else Verdict.PASS
+
+
+class ExitCode(IntEnum):
+    PASS = 0
+    MEASURED_FAILURE = 1
+    INVALID_ARGUMENTS = 2
+    NOT_MEASURED = 3
+    INFRASTRUCTURE = 4
+
+    @property
+    def meaning(self) -> str:
+        return _EXIT_MEANINGS[self]
+
+
+_EXIT_MEANINGS = {
+    ExitCode.PASS: "pass",
+    ExitCode.MEASURED_FAILURE: "measured failure",
+    ExitCode.INVALID_ARGUMENTS: "invalid arguments",
+    ExitCode.NOT_MEASURED: "not measured",
+    ExitCode.INFRASTRUCTURE: "infrastructure failure",
+}
+
+# An absence must never hide behind a failure: a run that both failed a gate and could not
+# measure another exits 3, so the operator learns the evidence is incomplete.
+_PRIORITY = (
+    ExitCode.INVALID_ARGUMENTS,
+    ExitCode.INFRASTRUCTURE,
+    ExitCode.NOT_MEASURED,
+    ExitCode.MEASURED_FAILURE,
+    ExitCode.PASS,
+)
+
+
+def aggregate_exit_codes(codes: Iterable[ExitCode]) -> ExitCode:
+    """Infrastructure > not measured > measured failure > pass (argument errors above all)."""
+    seen = set(codes)
+    for code in _PRIORITY:
+        if code in seen:
+            return code
+    return ExitCode.PASS
+
+
+def exit_code_for_gate(observation: Observation) -> ExitCode:
+    """The process class one mandatory gate contributes.
+
+    A gate that could not apply has produced no evidence, so it counts as not measured: a
+    mandatory gate may not pass by being absent.
+    """
+    if observation.state is MeasurementState.MEASURED:
+        return ExitCode.PASS if observation.passed else ExitCode.MEASURED_FAILURE
+    return ExitCode.NOT_MEASURED
