@@ -1,0 +1,1 @@
+"""vitrine_shop: the reference subject, an e-commerce recommendation assistant for a Swiss shop."""
