@@ -52,7 +52,7 @@ class Observation:
     state: MeasurementState
     value: float | None = None
     passed: bool | None = None
-    evidence: Mapping[str, Any] = field(default=_EMPTY)
+    evidence: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     label: str = ""
     reason: str | None = None
 

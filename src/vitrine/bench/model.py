@@ -49,7 +49,7 @@ class Case:
 
     id: str
     input: Any
-    metadata: Mapping[str, Any] = field(default=_EMPTY)
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "input": self.input, "metadata": dict(self.metadata)}
@@ -169,7 +169,7 @@ class BenchmarkDefinition:
     version: str
     cases: tuple[Case, ...]
     checks: tuple[AdmittedCheck, ...]
-    bindings: Mapping[str, Any] = field(default=_EMPTY)
+    bindings: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     description: str = ""
 
     def __init__(
@@ -271,7 +271,7 @@ class Arm:
 
     arm_id: str
     subject: Subject
-    metadata: Mapping[str, Any] = field(default=_EMPTY)
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     def __post_init__(self) -> None:
         if not self.arm_id or not self.arm_id.strip():

@@ -293,7 +293,7 @@ class SubjectResponse:
     trace: WorkflowTrace | None = None
     usage: TokenUsage | None = None
     stages: tuple[StageAttemptCensus, ...] | None = None
-    structured: Mapping[str, Any] = field(default=_EMPTY)
+    structured: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     provenance: str = "offline-deterministic"
 
     def tool_names(self) -> tuple[str, ...] | None:
