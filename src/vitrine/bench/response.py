@@ -150,6 +150,12 @@ class StageAttemptCensus:
     def from_attempts(
         cls, stage: str, outcomes: Sequence[AttemptOutcome], *, fell_back: bool = False
     ) -> StageAttemptCensus:
+        for ordinal, outcome in enumerate(outcomes[:-1], start=1):
+            if outcome in (AttemptOutcome.USABLE, AttemptOutcome.CANCELLED):
+                raise ImpossibleCensusError(
+                    f"stage {stage!r}: attempt {ordinal} was {outcome.value}, yet attempts "
+                    "followed it: a stage stops at its first usable response or cancellation"
+                )
         last_usable = last_unusable = None
         for ordinal, outcome in enumerate(outcomes, start=1):
             if outcome is AttemptOutcome.USABLE:
@@ -217,6 +223,8 @@ class StageAttemptCensus:
                 raise bad(f"{name} ordinal {ordinal} outside attempts 1..{self.attempts}")
         if self.last_usable is not None and self.last_usable == self.last_unusable:
             raise bad("one attempt cannot be both usable and unusable")
+        if usable > 1 or (usable == 1 and self.last_usable != self.attempts):
+            raise bad("a stage stops at its first usable response, so only the last can be usable")
         status = self.status
         if status is StageStatus.MEASURED and (self.attempts != 1 or usable != 1):
             raise bad("measured means a single, usable attempt")
