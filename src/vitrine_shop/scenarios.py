@@ -81,16 +81,18 @@ def _problems(
             for sku in skus:
                 if sku not in catalogue:
                     problems.append(f"{where} field {field}: {sku} is not in the catalogue")
-        # Presenting something the customer already bought is the error the forbidden list
-        # exists to catch; a list that misses a purchase would let that error pass.
+        # Presenting a durable the customer already bought is the error the forbidden list
+        # exists to catch, so the list must cover every one. Consumables are exempt: buying
+        # descaler again when the last bottle is used up is replenishment, not a repeat.
         bought = frozenset().union(
             *(personas[p].purchased_skus for p in scenario.personas if p in personas)
         )
-        missing = bought - set(expectation.forbidden_presented_skus)
+        durables = {sku for sku in bought if (item := catalogue.get(sku)) and not item.consumable}
+        missing = durables - set(expectation.forbidden_presented_skus)
         if expectation.kind == "tool-use" and missing:
             problems.append(
                 f"{where} field tool_expectation.forbidden_presented_skus: "
-                f"omits purchased {sorted(missing)}"
+                f"omits purchased durables {sorted(missing)}"
             )
     if scenarios and not problems:
         absent = [s for s in LIVE_SCENARIO_IDS if s not in seen]
