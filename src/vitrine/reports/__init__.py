@@ -1,0 +1,1 @@
+"""Reports: the suite report model and its console, JSON and HTML renderings."""
