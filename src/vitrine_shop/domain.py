@@ -365,6 +365,11 @@ class Purchase(_Frozen):
     price_paid_chf: Annotated[Decimal, Field(ge=0, max_digits=9, decimal_places=2)]
     gift: bool = False
 
+    @field_validator("price_paid_chf")
+    @classmethod
+    def _two_decimals(cls, value: Decimal) -> Decimal:
+        return value.quantize(_CENT)
+
 
 class Persona(_Frozen):
     """A demo customer: profile, evidence (purchases, saved, viewed) and stated constraints."""
