@@ -1,0 +1,160 @@
+"""Durable file primitives: atomic whole-file writes and append-only JSON lines.
+
+A reader must never see half a file. Whole files are written to a temporary sibling, synced and
+renamed over the target; growing files are only ever appended to, one complete line per record,
+so an interruption can at worst leave one torn line at the end, which readers drop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from vitrine.redact import sanitize_text
+
+__all__ = [
+    "AppendLog",
+    "JsonLines",
+    "MalformedLineError",
+    "append_line",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "encode_line",
+    "read_json",
+    "read_json_lines",
+]
+
+_temp_counter = itertools.count()
+
+
+def _json_fallback(value: Any) -> Any:
+    # Checks may put arbitrary objects into evidence; a set or a custom object must not make a
+    # finished trial unwritable, so it is stored as a bounded, scrubbed description instead.
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    return sanitize_text(repr(value), 500)
+
+
+def encode_line(record: Mapping[str, Any]) -> bytes:
+    """One compact JSON object and its terminating newline (the newline commits the record)."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=_json_fallback)
+    return text.encode() + b"\n"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: readers see the old file or the new one, never a mix."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{next(_temp_counter)}.tmp")
+    try:
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, value: Mapping[str, Any]) -> None:
+    text = json.dumps(value, ensure_ascii=False, indent=2, default=_json_fallback)
+    atomic_write_bytes(path, text.encode() + b"\n")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    value = json.loads(path.read_bytes())
+    if not isinstance(value, dict):
+        raise ValueError(f"{path.name} does not hold a JSON object")
+    return value
+
+
+def append_line(path: Path, record: Mapping[str, Any]) -> None:
+    """Append one record to a shared log with a single O_APPEND write, then sync it.
+
+    Several processes may seal runs into the same history at once; a single small write to a file
+    opened for appending lands whole, so their lines interleave but never mix.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, encode_line(record))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class AppendLog:
+    """A growing JSON-lines file owned by one writer: append and flush per record, sync on demand.
+
+    Flushing hands each record to the operating system, so a killed process loses at most the
+    record being written; the costly fsync is left to the seal, once per run.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: IO[bytes] | None = path.open("ab")
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        if self._fh is None:
+            raise ValueError(f"{self.path.name} is closed")
+        self._fh.write(encode_line(record))
+        self._fh.flush()
+
+    def sync(self) -> None:
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+class MalformedLineError(ValueError):
+    """A committed (newline-terminated) line that is not a JSON object."""
+
+    def __init__(self, path: Path, line_number: int, why: str) -> None:
+        super().__init__(f"{path.name} line {line_number} is not a valid record ({why})")
+        self.path = path
+        self.line_number = line_number
+
+
+@dataclass(frozen=True, slots=True)
+class JsonLines:
+    """The committed records of a JSON-lines file and where the committed part ends."""
+
+    records: tuple[dict[str, Any], ...]
+    committed_bytes: int
+    torn_tail: bool
+
+
+def read_json_lines(path: Path, *, skip_malformed: bool = False) -> JsonLines:
+    """Read the committed lines of ``path``; a missing file has none.
+
+    A record is committed once its newline is written, so trailing bytes without one are a torn
+    write from an interrupted process: they are reported, never parsed.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return JsonLines((), 0, False)
+    end = data.rfind(b"\n") + 1
+    records: list[dict[str, Any]] = []
+    for number, raw in enumerate(data[:end].splitlines(), start=1):
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            if skip_malformed:
+                continue
+            raise MalformedLineError(path, number, "invalid JSON") from exc
+        if not isinstance(value, dict):
+            if skip_malformed:
+                continue
+            raise MalformedLineError(path, number, "not an object")
+        records.append(value)
+    return JsonLines(tuple(records), end, end < len(data))

@@ -1,0 +1,135 @@
+"""The append-only history of sealed runs: one line per run, per subject and store-wide.
+
+These logs are a convenience for listing and trending; the run directories stay the evidence.
+A process killed while appending leaves at most a torn last line, which readers skip.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from vitrine.store.files import append_line, read_json_lines
+from vitrine.store.layout import RunPaths
+from vitrine.store.naming import resolve_root, sanitize_file_name
+
+__all__ = [
+    "RunIndexEntry",
+    "history_path",
+    "index_path",
+    "iter_history",
+    "iter_index",
+    "list_runs",
+    "record_sealed_run",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunIndexEntry:
+    run_id: str
+    run_dir: str  # relative to the store root, so a store can be moved or shared
+    definition: Mapping[str, Any]
+    arm: str
+    repetition: int
+    verdict: str
+    census: Mapping[str, int]
+    timestamp: str
+    content_hash: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RunIndexEntry:
+        known = {f.name for f in fields(cls)}
+        return cls(
+            str(record["run_id"]),
+            str(record["run_dir"]),
+            dict(record.get("definition") or {}),
+            str(record.get("arm") or ""),
+            int(record.get("repetition") or 0),
+            str(record.get("verdict") or ""),
+            dict(record.get("census") or {}),
+            str(record.get("timestamp") or ""),
+            record.get("content_hash"),
+            {k: v for k, v in record.items() if k not in known},
+        )
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "run_id": self.run_id,
+            "run_dir": self.run_dir,
+            "definition": dict(self.definition),
+            "arm": self.arm,
+            "repetition": self.repetition,
+            "verdict": self.verdict,
+            "census": dict(self.census),
+            "timestamp": self.timestamp,
+            "content_hash": self.content_hash,
+        }
+
+
+def index_path(root: Path) -> Path:
+    return root / "runs-index" / "recent.jsonl"
+
+
+def history_path(root: Path, subject: str) -> Path:
+    return root / "history" / f"{sanitize_file_name(subject)}.jsonl"
+
+
+def record_sealed_run(
+    paths: RunPaths, manifest: Mapping[str, Any], summary: Mapping[str, Any]
+) -> RunIndexEntry:
+    root = paths.store_root
+    run = manifest["run"]
+    entry = RunIndexEntry(
+        run_id=paths.run_id,
+        run_dir=Path(os.path.relpath(paths.run_dir, root)).as_posix(),
+        definition={
+            "key": run["definition_key"],
+            "version": run["definition_version"],
+            "content_hash": run["definition_hash"],
+        },
+        arm=str(manifest["subject"]),
+        repetition=int(run["repetition"]),
+        verdict=str(summary["verdict"]),
+        census=dict(summary["census"]),
+        timestamp=str(run["timestamp"]),
+        content_hash=manifest.get("content_hash"),
+    )
+    record = entry.to_record()
+    append_line(history_path(root, entry.arm), record)
+    append_line(index_path(root), record)
+    return entry
+
+
+def _entries(path: Path) -> Iterator[RunIndexEntry]:
+    # A malformed line anywhere is skipped as well as a torn tail: a damaged index must not hide
+    # the runs it still lists, and the runs themselves are verified when they are loaded.
+    for record in read_json_lines(path, skip_malformed=True).records:
+        try:
+            yield RunIndexEntry.from_record(record)
+        except (KeyError, TypeError, ValueError):
+            continue
+
+
+def iter_index(root: str | os.PathLike[str] | None = None) -> Iterator[RunIndexEntry]:
+    """Every sealed run in the store, in the order it was sealed."""
+    return _entries(index_path(resolve_root(root)))
+
+
+def iter_history(
+    subject: str, root: str | os.PathLike[str] | None = None
+) -> Iterator[RunIndexEntry]:
+    """The sealed runs of one subject (arm), in the order they were sealed."""
+    return _entries(history_path(resolve_root(root), subject))
+
+
+def list_runs(
+    root: str | os.PathLike[str] | None = None, *, subject: str | None = None
+) -> list[RunIndexEntry]:
+    """Sealed runs, newest first; only one subject's when ``subject`` is given."""
+    entries = iter_index(root) if subject is None else iter_history(subject, root)
+    return sorted(entries, key=lambda e: (e.timestamp, e.run_id), reverse=True)

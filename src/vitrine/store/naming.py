@@ -1,0 +1,63 @@
+"""Names on disk: the store root, run ids and file names that are safe on every platform."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+__all__ = [
+    "HOME_ENV",
+    "RUN_ID_PATTERN",
+    "new_run_id",
+    "resolve_root",
+    "sanitize_file_name",
+]
+
+HOME_ENV = "VITRINE_HOME"
+RUN_ID_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_\d{8}$")
+
+_FORBIDDEN = re.compile(r'[<>:"|?*/\\\x00-\x1f\x7f-\x9f]')
+# Leaves room for the hash suffix and a ".json" extension inside the usual 255-byte limit.
+_MAX_NAME_BYTES = 200
+
+
+def resolve_root(output: str | os.PathLike[str] | None = None) -> Path:
+    """Where runs live: an explicit path, else ``$VITRINE_HOME``, else ``./.vitrine``."""
+    if output is not None and str(output).strip():
+        return Path(output).expanduser()
+    home = os.environ.get(HOME_ENV, "").strip()
+    if home:
+        return Path(home).expanduser()
+    return Path.cwd() / ".vitrine"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``2026-09-10_07-08-15_45588192``: the UTC second the run began and 8 random digits.
+
+    The timestamp makes directories sort in time order; the digits keep runs started in the same
+    second apart.
+    """
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return f"{moment:%Y-%m-%d_%H-%M-%S}_{secrets.randbelow(10**8):08d}"
+
+
+def sanitize_file_name(name: str) -> str:
+    """A file name that every platform accepts and that no other input maps onto.
+
+    Forbidden and control characters become ``-`` and leading/trailing dots and spaces go. Since
+    ``a/b`` and ``a-b`` would then collide, any change appends ``__`` and 16 hex digits of the
+    original's SHA-256, which an unchanged name can never end with by accident of sanitising.
+    """
+    if not name:
+        raise ValueError("cannot make a file name from an empty string")
+    cleaned = _FORBIDDEN.sub("-", name).strip(". ")
+    if len(cleaned.encode()) > _MAX_NAME_BYTES:
+        cleaned = cleaned.encode()[:_MAX_NAME_BYTES].decode(errors="ignore")
+    if cleaned == name:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    return f"{cleaned}__{digest}"
