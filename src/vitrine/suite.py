@@ -1,0 +1,201 @@
+"""Suites: the plans and scenarios a project offers, loaded by import path.
+
+The harness never imports a subject package; ``vitrine --suite module:attr`` names the suite to
+load, and the default names the reference shop's. A suite module should stay cheap to import:
+it is loaded for every command, including ones that are refused, so expensive registries go
+behind :class:`LazyScenarios` and plan code imports its dependencies when it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from vitrine.outcomes import ExitCode
+from vitrine.plans.base import Plan, PlanKind, UsageError
+
+__all__ = [
+    "DEFAULT_SUITE",
+    "LazyScenarios",
+    "ScenarioInfo",
+    "Suite",
+    "SuiteLoadError",
+    "load_suite",
+]
+
+DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"
+_DEFAULT_ATTRIBUTE = "SUITE"
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioInfo:
+    """What an operator sees about a scenario before choosing it: enough to know the stimulus."""
+
+    id: str
+    title: str
+    description: str
+    query: str
+
+
+class LazyScenarios(Mapping[str, ScenarioInfo]):
+    """Scenario ids known up front, details loaded on first use.
+
+    Validating ``--scenario`` needs only the ids, so a refused command never pays for reading
+    (and validating) a scenario registry. The loader must return every declared id; a registry
+    that lost one is an error, not a shorter list.
+    """
+
+    def __init__(
+        self, ids: Sequence[str], loader: Callable[[], Mapping[str, ScenarioInfo]]
+    ) -> None:
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"scenario ids repeat: {list(ids)}")
+        self._ids = tuple(ids)
+        self._loader = loader
+        self._loaded: Mapping[str, ScenarioInfo] | None = None
+        self._lock = threading.Lock()
+
+    def _details(self) -> Mapping[str, ScenarioInfo]:
+        with self._lock:
+            if self._loaded is None:
+                loaded = dict(self._loader())
+                missing = [i for i in self._ids if i not in loaded]
+                if missing:
+                    raise LookupError(f"the scenario registry lacks declared scenarios {missing}")
+                self._loaded = MappingProxyType({i: loaded[i] for i in self._ids})
+            return self._loaded
+
+    def __getitem__(self, key: str) -> ScenarioInfo:
+        if key not in self._ids:
+            raise KeyError(key)
+        return self._details()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named set of plans and the scenarios they can be pointed at.
+
+    ``default_plan`` is the plan ``--all`` selects and the one the offline modes
+    (``--self-test``, ``--ablate-catalogue``, ``--controls-only``) run in; a suite without an
+    offline lane leaves it ``None``.
+    """
+
+    name: str
+    plans: Mapping[str, Plan]
+    scenarios: Mapping[str, ScenarioInfo]
+    default_plan: str | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.strip():
+            raise ValueError("a suite needs a non-blank name")
+        if not self.plans:
+            raise ValueError(f"suite {self.name!r} has no plans: there would be nothing to run")
+        # A suite is shared module state; a read-only copy keeps one caller from editing the
+        # plans another caller validated against.
+        object.__setattr__(self, "plans", MappingProxyType(dict(self.plans)))
+        for key, item in self.plans.items():
+            if not isinstance(item, Plan):
+                raise TypeError(
+                    f"suite {self.name!r}: plans[{key!r}] is {type(item).__name__}, not a Plan"
+                )
+            if item.name != key:
+                # The CLI selects by key and reports by name; they must be the same string.
+                raise ValueError(
+                    f"suite {self.name!r}: plans[{key!r}] is named {item.name!r}; the key "
+                    "must be the plan's name"
+                )
+        if self.default_plan is not None:
+            if self.default_plan not in self.plans:
+                raise ValueError(
+                    f"suite {self.name!r}: default plan {self.default_plan!r} is not one of "
+                    f"its plans ({', '.join(self.plans)})"
+                )
+            if self.plans[self.default_plan].kind is not PlanKind.OFFLINE:
+                raise ValueError(
+                    f"suite {self.name!r}: the default plan must be offline, because --all "
+                    "must never start paid work"
+                )
+        # Iterating keys does not load lazy scenario details.
+        blank = [key for key in self.scenarios if not key or not key.strip() or key == "all"]
+        if blank:
+            raise ValueError(
+                f"suite {self.name!r}: scenario ids must be non-blank and not 'all' "
+                f"(which selects every scenario): {blank}"
+            )
+
+    def plan(self, name: str) -> Plan:
+        try:
+            return self.plans[name]
+        except KeyError:
+            raise UsageError(
+                f"unknown plan {name!r}: suite {self.name} has {', '.join(self.plans)}"
+            ) from None
+
+    @property
+    def scenario_ids(self) -> tuple[str, ...]:
+        return tuple(self.scenarios)
+
+
+class SuiteLoadError(UsageError):
+    """``--suite`` did not lead to a Suite. ``exit_code`` says whose fault it is.
+
+    A module or attribute that does not exist is an invalid argument (2); a module that exists
+    but raises while it is imported is a broken installation (4).
+    """
+
+    def __init__(self, message: str, exit_code: ExitCode = ExitCode.INVALID_ARGUMENTS) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def load_suite(spec: str = DEFAULT_SUITE) -> Suite:
+    """Import ``module:attr`` (``attr`` defaults to ``SUITE``) and return the Suite it names."""
+    module_name, _, attr = spec.strip().partition(":")
+    attr = attr or _DEFAULT_ATTRIBUTE
+    if not module_name or not module_name.replace(".", "").replace("_", "").isalnum():
+        raise SuiteLoadError(f"--suite expects module:attr (a Python import path), got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        # Only the module the operator named (or a parent package of it) is an argument
+        # error; a missing dependency inside it is a broken installation.
+        if missing == module_name or module_name.startswith(missing + "."):
+            raise SuiteLoadError(
+                f"--suite {spec}: no module named {module_name!r} on the import path"
+            ) from None
+        raise SuiteLoadError(
+            f"--suite {spec}: the module imports {missing!r}, which is not installed",
+            ExitCode.INFRASTRUCTURE,
+        ) from exc
+    except Exception as exc:
+        from vitrine.redact import describe_exception
+
+        raise SuiteLoadError(
+            f"--suite {spec}: importing the module failed ({describe_exception(exc)})",
+            ExitCode.INFRASTRUCTURE,
+        ) from exc
+    try:
+        value = getattr(module, attr)
+    except AttributeError:
+        raise SuiteLoadError(
+            f"--suite {spec}: module {module_name!r} has no attribute {attr!r}"
+        ) from None
+    if not isinstance(value, Suite):
+        raise SuiteLoadError(
+            f"--suite {spec}: {module_name}.{attr} is a {type(value).__name__}, not a vitrine Suite"
+        )
+    return value

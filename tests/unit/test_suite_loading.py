@@ -1,0 +1,315 @@
+"""Suites load by import path; the default suite declares every plan with its rules."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import uuid
+
+import pytest
+
+from vitrine.outcomes import ExitCode
+from vitrine.plans.base import (
+    FunctionPlan,
+    Plan,
+    PlanKind,
+    PlanOutcome,
+    PlanRequest,
+    PlanUnavailableError,
+    RepetitionRule,
+    plan,
+)
+from vitrine.plans.validation import PlanOptions, validate
+from vitrine.suite import (
+    DEFAULT_SUITE,
+    LazyScenarios,
+    ScenarioInfo,
+    Suite,
+    SuiteLoadError,
+    load_suite,
+)
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """Write a module to tmp_path and make it importable; yields a writer."""
+    names: list[str] = []
+
+    def write(source: str) -> str:
+        name = f"user_suite_{uuid.uuid4().hex[:8]}"
+        (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+        names.append(name)
+        return name
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield write
+    for name in names:
+        sys.modules.pop(name, None)
+
+
+@plan("noop")
+async def _noop(request: PlanRequest) -> PlanOutcome:
+    return PlanOutcome(ExitCode.PASS)
+
+
+def test_the_default_suite_declares_every_plan_with_its_rules():
+    suite = load_suite()
+    assert DEFAULT_SUITE == "vitrine_shop.evals.suite:SUITE"
+    assert list(suite.plans) == [
+        "offline-suite",
+        "eval01-agent",
+        "eval02-workflow",
+        "eval03-compare",
+        "eval04-stochastic-agent",
+        "eval05-stochastic-workflow",
+        "eval06-safety-probes",
+    ]
+    assert suite.default_plan == "offline-suite"
+    kinds = {name: p.kind for name, p in suite.plans.items()}
+    assert kinds["offline-suite"] is PlanKind.OFFLINE
+    assert kinds["eval06-safety-probes"] is PlanKind.SAFETY
+    for i, suffix in enumerate(
+        ("agent", "workflow", "compare", "stochastic-agent", "stochastic-workflow"), start=1
+    ):
+        assert kinds[f"eval0{i}-{suffix}"] is PlanKind.LIVE
+    for name, item in suite.plans.items():
+        assert isinstance(item, Plan)
+        assert item.paid is (item.kind is not PlanKind.OFFLINE), name
+    rules = {name: p.repetitions for name, p in suite.plans.items()}
+    assert (rules["eval01-agent"].minimum, rules["eval01-agent"].maximum) == (1, 1)
+    assert (rules["eval03-compare"].minimum, rules["eval03-compare"].maximum) == (1, 100)
+    assert rules["eval03-compare"].default == 1
+    for stochastic in ("eval04-stochastic-agent", "eval05-stochastic-workflow"):
+        assert (rules[stochastic].minimum, rules[stochastic].maximum) == (4, 100)
+        assert rules[stochastic].default == 5
+    assert not rules["eval06-safety-probes"].configurable
+    assert not rules["offline-suite"].configurable
+    assert not suite.plans["eval06-safety-probes"].accepts_scenario
+    assert not suite.plans["offline-suite"].accepts_scenario
+
+
+def test_unbuilt_plans_say_honestly_why_they_are_unavailable():
+    suite = load_suite()
+    reasons = {name: p.unavailable_reason for name, p in suite.plans.items() if not p.available}
+    assert reasons["offline-suite"] == "the offline suite is not built yet in this version"
+    assert reasons["eval06-safety-probes"] == "the safety probes are not built yet in this version"
+    if "eval01-agent" in reasons:
+        assert reasons["eval01-agent"] == "the live lane is not built yet in this version"
+
+
+def test_the_default_suite_knows_the_four_live_scenarios():
+    suite = load_suite()
+    assert suite.scenario_ids == (
+        "nadia-cross-category",
+        "sofia-capability-gap",
+        "marco-gift-trap",
+        "luca-safe-abstention",
+    )
+
+
+def test_default_scenario_details_come_from_the_shop_registry():
+    if importlib.util.find_spec("vitrine_shop.scenarios") is None:
+        pytest.skip("the shop's scenario registry is not part of this version")
+    suite = load_suite()
+    info = suite.scenarios["luca-safe-abstention"]
+    assert info.id == "luca-safe-abstention"
+    assert info.title
+    assert info.query
+
+
+def test_the_module_alone_defaults_the_attribute_to_SUITE(user_module):
+    name = user_module(
+        "from vitrine.suite import Suite\n"
+        "from vitrine.plans.base import FunctionPlan, PlanKind\n"
+        "SUITE = Suite('mine', {'x': FunctionPlan('x', PlanKind.OFFLINE, 'd', "
+        "unavailable_reason='later')}, {})\n"
+    )
+    assert load_suite(name).name == "mine"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("definitely_missing_module_q:SUITE", "no module named 'definitely_missing_module_q'"),
+        ("vitrine.definitely_missing:SUITE", "no module named 'vitrine.definitely_missing'"),
+        ("vitrine.suite:MISSING", "module 'vitrine.suite' has no attribute 'MISSING'"),
+        (
+            "vitrine.suite:DEFAULT_SUITE",
+            "vitrine.suite.DEFAULT_SUITE is a str, not a vitrine Suite",
+        ),
+        ("", "--suite expects module:attr"),
+        ("a b:SUITE", "--suite expects module:attr"),
+    ],
+)
+def test_a_suite_argument_that_names_nothing_is_an_argument_error(spec, message):
+    with pytest.raises(SuiteLoadError) as caught:
+        load_suite(spec)
+    assert message in str(caught.value)
+    assert caught.value.exit_code is ExitCode.INVALID_ARGUMENTS
+
+
+def test_a_suite_whose_dependency_is_missing_is_an_infrastructure_failure(user_module):
+    name = user_module("import not_installed_dependency_z\n")
+    with pytest.raises(SuiteLoadError) as caught:
+        load_suite(f"{name}:SUITE")
+    assert caught.value.exit_code is ExitCode.INFRASTRUCTURE
+    assert "imports 'not_installed_dependency_z', which is not installed" in str(caught.value)
+
+
+def test_suite_refuses_inconsistent_declarations():
+    offline = FunctionPlan("a", PlanKind.OFFLINE, "d", unavailable_reason="later")
+    live = FunctionPlan("b", PlanKind.LIVE, "d", paid=True, unavailable_reason="later")
+    with pytest.raises(ValueError, match="the key must be the plan's name"):
+        Suite("s", {"other": offline}, {})
+    with pytest.raises(ValueError, match="no plans"):
+        Suite("s", {}, {})
+    with pytest.raises(ValueError, match="--all must never start paid work"):
+        Suite("s", {"b": live}, {}, default_plan="b")
+    with pytest.raises(ValueError, match="is not one of its plans"):
+        Suite("s", {"a": offline}, {}, default_plan="zzz")
+    with pytest.raises(ValueError, match="not 'all'"):
+        Suite("s", {"a": offline}, {"all": ScenarioInfo("all", "t", "d", "q")})
+    with pytest.raises(TypeError, match="not a Plan"):
+        Suite("s", {"a": object()}, {})  # type: ignore[dict-item]
+
+
+def test_suite_plans_are_read_only():
+    suite = Suite("s", {"noop": _noop}, {})
+    with pytest.raises(TypeError):
+        suite.plans["x"] = _noop  # type: ignore[index]
+
+
+def test_lazy_scenarios_validate_ids_without_loading():
+    calls: list[int] = []
+
+    def loader():
+        calls.append(1)
+        return {"a": ScenarioInfo("a", "A", "d", "q"), "b": ScenarioInfo("b", "B", "d", "q")}
+
+    scenarios = LazyScenarios(("a", "b"), loader)
+    assert "a" in scenarios
+    assert "z" not in scenarios
+    assert list(scenarios) == ["a", "b"]
+    assert len(scenarios) == 2
+    assert calls == []
+    assert scenarios["b"].title == "B"
+    assert scenarios["a"].title == "A"
+    assert calls == [1]
+    with pytest.raises(KeyError):
+        scenarios["z"]
+
+
+def test_lazy_scenarios_refuse_a_registry_that_lost_a_declared_id():
+    scenarios = LazyScenarios(("a", "b"), lambda: {"a": ScenarioInfo("a", "A", "d", "q")})
+    with pytest.raises(LookupError, match=r"lacks declared scenarios \['b'\]"):
+        scenarios["a"]
+
+
+def test_function_plans_must_be_async_or_say_why_they_are_missing():
+    with pytest.raises(ValueError, match="an unavailable plan must say why"):
+        FunctionPlan("x", PlanKind.OFFLINE, "d")
+
+    def sync(request: PlanRequest) -> PlanOutcome:
+        return PlanOutcome(ExitCode.PASS)
+
+    with pytest.raises(ValueError, match="fn must be an async function"):
+        FunctionPlan("x", PlanKind.OFFLINE, "d", fn=sync)  # type: ignore[arg-type]
+
+
+async def test_an_unavailable_plan_refuses_to_run_even_when_called_directly():
+    declared = FunctionPlan("x", PlanKind.OFFLINE, "d", unavailable_reason="not yet")
+    assert not declared.available
+    with pytest.raises(PlanUnavailableError, match="not yet"):
+        await declared.run(PlanRequest(plan="x"))
+
+
+def test_repetition_rules_are_consistent():
+    with pytest.raises(ValueError, match="minimum <= default <= maximum"):
+        RepetitionRule.between(4, 100, 3)
+    assert RepetitionRule.between(4, 100, 5).describe() == "4-100, default 5"
+    assert RepetitionRule.fixed(1).describe() == "exactly 1"
+    assert RepetitionRule.not_accepted(2).describe() == "fixed at 2, not configurable"
+
+
+def test_validate_is_usable_without_the_command_line():
+    suite = Suite(
+        "s",
+        {
+            "noop": _noop,
+            "live": FunctionPlan(
+                "live",
+                PlanKind.LIVE,
+                "d",
+                fn=_noop.fn,
+                accepts_scenario=True,
+                paid=True,
+                repetitions=RepetitionRule.between(1, 10, 2),
+            ),
+        },
+        {"a": ScenarioInfo("a", "A", "d", "q")},
+        default_plan="noop",
+    )
+    chosen, request = validate(
+        suite, PlanOptions(eval_plan="live", repetitions=7, confirm_paid=True)
+    )
+    assert chosen.name == "live"
+    assert request.repetitions == 7
+    assert request.scenarios == ("a",)
+    assert request.console is False
+    with pytest.raises(ValueError, match="whole number"):
+        validate(suite, PlanOptions(eval_plan="live", repetitions=True, confirm_paid=True))
+
+
+_BENCH_SUITE = '''
+from vitrine import (
+    Arm, BenchmarkDefinition, Case, ChanceFloor, ExitCode, Observation, PlanKind, PlanOutcome,
+    SubjectResponse, Suite, admit, check,
+)
+from vitrine.bench.runner import run_benchmark
+from vitrine.plans.base import plan
+
+
+@check("non-empty")
+def non_empty(case, response):
+    return Observation.measured(1.0 if response.answer else 0.0, bool(response.answer))
+
+
+async def echo(case):
+    return SubjectResponse(answer=f"echo {case.input}")
+
+
+DEFINITION = BenchmarkDefinition(
+    "toy-bench", "1.0.0", [Case("c1", "one"), Case("c2", "two")],
+    [admit(non_empty, ChanceFloor.not_derivable("a deterministic toy predicate"))],
+)
+RESULTS = []
+
+
+@plan("toy-bench", kind=PlanKind.OFFLINE)
+async def toy_bench(request):
+    """Runs a two-case benchmark through the real runner."""
+    from vitrine.store.naming import resolve_root
+    result = await run_benchmark(DEFINITION, Arm("echo", echo), store=None)
+    RESULTS.append(result)
+    passed = all(row.observation.passed for row in result.rows)
+    code = ExitCode.PASS if passed else ExitCode.MEASURED_FAILURE
+    return PlanOutcome(code, [str(resolve_root(request.output))])
+
+
+SUITE = Suite("toy-bench-suite", {"toy-bench": toy_bench}, {}, default_plan="toy-bench")
+'''
+
+
+def test_a_user_suite_runs_a_tiny_benchmark_through_the_runner(user_module, capsys):
+    if importlib.util.find_spec("vitrine.bench.runner") is None:
+        pytest.skip("vitrine.bench.runner is not part of this version yet")
+    from vitrine.cli import main
+
+    name = user_module(_BENCH_SUITE)
+    code = main(["--suite", f"{name}:SUITE", "--all"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    (result,) = sys.modules[name].RESULTS
+    assert result.arm_id == "echo"
+    assert len(result.rows) == 2
+    assert "toy-bench exit 0 (pass)" in captured.out
