@@ -288,12 +288,11 @@ RESULTS = []
 @plan("toy-bench", kind=PlanKind.OFFLINE)
 async def toy_bench(request):
     """Runs a two-case benchmark through the real runner."""
-    from vitrine.store.naming import resolve_root
     result = await run_benchmark(DEFINITION, Arm("echo", echo), store=None)
     RESULTS.append(result)
     passed = all(row.observation.passed for row in result.rows)
     code = ExitCode.PASS if passed else ExitCode.MEASURED_FAILURE
-    return PlanOutcome(code, [str(resolve_root(request.output))])
+    return PlanOutcome(code, [str(request.output_root())])
 
 
 SUITE = Suite("toy-bench-suite", {"toy-bench": toy_bench}, {}, default_plan="toy-bench")
@@ -313,3 +312,12 @@ def test_a_user_suite_runs_a_tiny_benchmark_through_the_runner(user_module, caps
     assert result.arm_id == "echo"
     assert len(result.rows) == 2
     assert "toy-bench exit 0 (pass)" in captured.out
+
+
+def test_the_request_resolves_the_run_store_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("VITRINE_HOME", str(tmp_path / "home"))
+    assert PlanRequest(plan="x", output=tmp_path / "out").output_root() == tmp_path / "out"
+    assert PlanRequest(plan="x").output_root() == tmp_path / "home"
+    monkeypatch.delenv("VITRINE_HOME")
+    monkeypatch.chdir(tmp_path)
+    assert PlanRequest(plan="x").output_root() == tmp_path / ".vitrine"

@@ -113,8 +113,8 @@ class PlanRequest:
     ``scenarios`` and ``repetitions`` are already resolved: ``--scenario all`` (or no
     ``--scenario``) becomes every scenario id in suite order, and an absent ``--repetitions``
     becomes the plan's default. Plans that take no scenario receive an empty tuple.
-    ``output`` is the ``--output`` value as given; plans resolve the run-store root from it
-    (``--output`` > ``VITRINE_HOME`` > ``./.vitrine``) through the run store.
+    ``output`` is the ``--output`` value as given; :meth:`output_root` resolves the run-store
+    root from it (``--output`` > ``VITRINE_HOME`` > ``./.vitrine``).
     """
 
     plan: str
@@ -132,6 +132,12 @@ class PlanRequest:
     output: Path | None = None
     progress: ProgressSink | None = field(default=None, compare=False)
     console: bool = False
+
+    def output_root(self) -> Path:
+        """The run-store root: ``--output``, else ``$VITRINE_HOME``, else ``./.vitrine``."""
+        from vitrine.store.naming import resolve_root
+
+        return resolve_root(self.output)
 
     @property
     def paid_confirmed(self) -> bool:
