@@ -1,9 +1,9 @@
 """The default suite: the shop assistant's offline, live and safety plans.
 
 Every plan declares its rules here (repetitions, scenario selection, cost) so the command line
-validates a request before any plan code is imported. A plan whose implementation has not
-landed is declared unavailable with an honest reason rather than left out: its rules are part
-of the contract already.
+validates a request before any plan code is imported. A plan that is not built in this version
+is declared unavailable with an honest reason rather than left out: its rules are part of the
+contract already.
 
 This module must stay cheap to import (no pydantic, scipy or model code): it is loaded for
 every command, including refused ones. Scenario details come from the shop's registry only
