@@ -111,10 +111,15 @@ class Constraints:
             price = _decimal(price_chf)
             if price is None or price > self.max_price_chf:
                 return False
-        words = normalise_text(text)
-        if any(not _contains(words, normalise_text(a)) for a in self.required_attributes):
+        if len(self.attributes_in(text)) < len(self.required_attributes):
             return False
+        words = normalise_text(text)
         return not any(_contains(words, normalise_text(t)) for t in self.excluded_terms)
+
+    def attributes_in(self, text: str) -> tuple[str, ...]:
+        """The required attributes that ``text`` shows, in the order they were stated."""
+        words = normalise_text(text)
+        return tuple(a for a in self.required_attributes if _contains(words, normalise_text(a)))
 
     def restatements(self) -> tuple[str, ...]:
         """How an answer says which constraints it honoured, one phrase per constraint."""
