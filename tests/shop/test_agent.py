@@ -334,3 +334,29 @@ def test_the_system_prompt_carries_the_rules_the_canary_and_the_context() -> Non
 def test_an_anonymous_visitor_never_has_history() -> None:
     context = customer_context(None, has_history=True)
     assert "anonymous" in context and HISTORY_NONE in context
+
+
+# --- the demo ------------------------------------------------------------------------------
+
+
+def test_the_demo_prints_both_architectures_for_one_persona(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("vitrine_shop.workflow", reason="the workflow is not available")
+    from vitrine_shop.demo import main
+
+    assert main(["--persona", "nadia", "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "Architecture one: tool-using agent" in out
+    assert "1. get_user_profile {} [ok]" in out
+    assert "Architecture two: workflow" in out
+    assert "Executors: InterestMapper -> Discovery" in out
+
+
+def test_the_demo_refuses_an_unknown_persona(capsys: pytest.CaptureFixture[str]) -> None:
+    from vitrine_shop.demo import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--persona", "nobody", "--plain"])
+    assert exited.value.code == 2
+    assert "pass --query" in capsys.readouterr().err
