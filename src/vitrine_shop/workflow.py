@@ -316,6 +316,8 @@ class _Context:
     interest_map: InterestMap | None
     purchased: frozenset[str]  # gifts included: a gift is not to be recommended back either
     never_present: frozenset[str]  # purchased, except the customer's own consumables
+    own_durables: frozenset[str]  # bought for themselves: their add-ons are fair suggestions
+    owned_kinds: frozenset[str]  # leaf categories of own durables: a second one is a substitute
     excluded: frozenset[str]  # never an exploration candidate: purchased or sensitive
     constraints: Constraints
     budget_chf: Decimal | None
@@ -431,7 +433,7 @@ class ShopWorkflow:
                 COVERAGE_REVIEWER,
                 {
                     "stage": COVERAGE_REVIEWER,
-                    "visit": record.visits_of(COVERAGE_REVIEWER) + 1,
+                    "visit": loopbacks + 1,
                     "interests": interests,
                     "candidates": list(pool.values()),
                     "loopbacks_left": self._max_loopbacks - loopbacks,
@@ -495,9 +497,8 @@ class ShopWorkflow:
         purchased = persona.purchased_skus if persona else frozenset()
         # Restocking a consumable the customer uses is welcome; anything else bought (for
         # themselves or as a gift) is not to be presented again.
-        own_consumables = (
-            persona.owned_skus - services.owned_durables(persona.id) if persona else frozenset()
-        )
+        own_durables = services.owned_durables(persona.id) if persona else frozenset()
+        own_consumables = persona.owned_skus - own_durables if persona else frozenset()
         sensitive = {p.sku for p in services.catalogue if p.department.sensitive}
         constraints = extract_constraints(request.user_turns)
         # What the customer says in the conversation overrides the budget on their profile.
@@ -508,6 +509,10 @@ class ShopWorkflow:
             interest_map=interest_map,
             purchased=purchased,
             never_present=purchased - own_consumables,
+            own_durables=own_durables,
+            owned_kinds=frozenset(
+                p.leaf_category for sku in own_durables if (p := services.product(sku)) is not None
+            ),
             excluded=purchased | sensitive,
             constraints=constraints,
             budget_chf=budget,
@@ -564,6 +569,8 @@ class ShopWorkflow:
 
     def _admissible(self, context: _Context, product: Product) -> bool:
         if product.sku in context.excluded or not product.in_stock:
+            return False
+        if not product.consumable and product.leaf_category in context.owned_kinds:
             return False
         if context.budget_chf is not None and product.price_chf > context.budget_chf:
             return False
@@ -641,13 +648,13 @@ class ShopWorkflow:
         # Declared add-ons for what the customer owns connect their history to new products.
         added = 0
         for sku in interest["evidence_skus"]:
-            if sku not in context.never_present or added >= _COMPLEMENTS_PER_INTEREST:
+            owned = self._services.product(sku) if sku in context.own_durables else None
+            if owned is None:
                 continue
-            owned = self._services.product(sku)
             for hit in self._services.complements(sku, limit=8):
-                if hit.match != "compat" or not self._admissible(context, hit.product):
-                    continue
-                if owned is not None and added < _COMPLEMENTS_PER_INTEREST:
+                if added >= _COMPLEMENTS_PER_INTEREST:
+                    return
+                if hit.match == "compat" and self._admissible(context, hit.product):
                     self._add(
                         pool, hit.product, interest, hit.score, lane="explore", goes_with=owned.name
                     )
@@ -722,11 +729,11 @@ class ShopWorkflow:
             except ProviderError as exc:
                 if exc.failure is ProviderFailure.CANCELLED:
                     outcomes.append(AttemptOutcome.CANCELLED)
-                    problems.append(str(exc))
+                    problems.append(f"provider failure: {exc.failure.value}")
                     close(code_path=False, fell_back=False)
                     raise
                 outcomes.append(AttemptOutcome.PROVIDER_FAILURE)
-                problems.append(str(exc))
+                problems.append(f"provider failure: {exc.failure.value}")
                 if not exc.retryable:
                     break
                 if self._retry_backoff_s:

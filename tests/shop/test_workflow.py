@@ -10,14 +10,20 @@ from collections.abc import Callable
 import pytest
 
 from vitrine.bench.response import (
+    AttemptOutcome,
+    ImpossibleCensusError,
+    StageAttemptCensus,
     StageStatus,
     SubjectResponse,
     TokenUsage,
+    validate_stage_set,
 )
 from vitrine.providers.base import (
     ChatCompletion,
     ChatRequest,
     Provenance,
+    ProviderError,
+    ProviderFailure,
 )
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.scenarios import load_scenarios
@@ -38,8 +44,15 @@ from vitrine_shop.workflow import (
     WorkflowRecord,
 )
 from vitrine_shop.workflow_stages import (
+    COVERAGE_REVIEWER,
+    INTEREST_MAPPER,
+    PRESENTER,
+    RANKER,
     STAGE_SCHEMAS,
+    StageOutputError,
+    parse_stage_output,
     scripted_stage_output,
+    stage_code_path,
     stage_of,
     stage_payload,
 )
@@ -216,3 +229,271 @@ def test_elena_gets_no_health_inference(services: ShopServices) -> None:
         assert SKU.search(answer)
         assert not HEALTH.search(answer), answer
         assert response.structured["screen"]["status"] == "pass"
+
+
+# -- model-driven stages -------------------------------------------------------------------------
+
+
+def test_scripted_model_drives_every_stage_measured(services: ShopServices) -> None:
+    from vitrine_shop.scripted import ScriptedShopModel
+
+    model = ScriptedShopModel()
+    response = _answer(ShopWorkflow(model, services), "nadia-cross-category")
+    zero = _answer(ShopWorkflow(None, services), "nadia-cross-category")
+    assert response.stages is not None
+    assert [c.stage for c in response.stages] == list(MODEL_STAGES)
+    assert all(c.status is StageStatus.MEASURED for c in response.stages)
+    assert model.calls == len(MODEL_STAGES)
+    # The scripted model answers with the code paths, so the answer matches the zero-model one.
+    assert response.answer == zero.answer
+    assert response.structured["variant"] == "model"
+    assert response.provenance == "offline-deterministic"
+
+
+def test_usage_is_summed_over_completions(services: ShopServices) -> None:
+    model = FakeModel()
+    response = _answer(ShopWorkflow(model, services), "nadia-cross-category")
+    assert response.usage == TokenUsage(10 * len(model.calls), 5 * len(model.calls))
+
+
+@pytest.mark.parametrize("bound", [0, 1, 2])
+def test_loop_back_fires_on_gaps_and_is_bounded(services: ShopServices, bound: int) -> None:
+    model = FakeModel({COVERAGE_REVIEWER: [_gaps_always] * 5})
+    response = _answer(ShopWorkflow(model, services, max_loopbacks=bound), "nadia-cross-category")
+    assert response.trace is not None
+    route = response.trace.route
+    assert route.count(EDGE_GAPS_REMAIN) == bound
+    assert route[-2:] == (EDGE_APPROVED, EDGE_RANKED)
+    assert response.trace.executors.count("Discovery") == bound + 1
+    assert response.trace.executors.count(COVERAGE_REVIEWER) == bound + 1
+    assert response.structured["partial"] is True
+    assert response.structured["loopbacks"] == bound
+    assert model.calls.count(COVERAGE_REVIEWER) == bound + 1
+    # One census per stage, one entry per visit.
+    assert response.stages is not None and len(response.stages) == len(MODEL_STAGES)
+    assert len(response.structured["stage_visits"][COVERAGE_REVIEWER]) == bound + 1
+    assert "so this list is partial" in (response.answer or "")
+
+
+def test_loop_back_closes_the_gap_then_approves(services: ShopServices) -> None:
+    model = FakeModel({COVERAGE_REVIEWER: [_gaps_always]})
+    response = _answer(ShopWorkflow(model, services), "nadia-cross-category")
+    assert response.trace is not None
+    assert response.trace.route == (
+        EDGE_INTERESTS_MAPPED,
+        EDGE_CANDIDATES_READY,
+        EDGE_GAPS_REMAIN,
+        EDGE_CANDIDATES_READY,
+        EDGE_APPROVED,
+        EDGE_RANKED,
+    )
+    assert response.structured["partial"] is False
+
+
+@pytest.mark.parametrize("stage", [INTEREST_MAPPER, COVERAGE_REVIEWER, RANKER, PRESENTER])
+def test_two_unusable_replies_fall_back_and_disclose(services: ShopServices, stage: str) -> None:
+    model = FakeModel({stage: ['{"unfinished": ', '["not", "an", "object"]']})
+    response = _answer(ShopWorkflow(model, services), "nadia-cross-category")
+    assert response.stages is not None
+    census = next(c for c in response.stages if c.stage == stage)
+    assert census.status is StageStatus.FINAL_FALLBACK
+    assert (census.attempts, census.responses, census.unusable) == (2, 2, 2)
+    assert census.last_unusable == 2 and census.last_usable is None
+    assert FALLBACK_DISCLOSURE in (response.answer or "")
+    assert response.structured["fallback_stages"] == [stage]
+    assert response.structured["screen"]["status"] == "pass"
+    assert SKU.search(response.answer or "")
+    others = [c for c in response.stages if c.stage != stage]
+    assert all(c.status is StageStatus.MEASURED for c in others)
+
+
+def test_rate_limit_then_success_is_recovered(services: ShopServices) -> None:
+    model = FakeModel({INTEREST_MAPPER: [ProviderError(ProviderFailure.RATE_LIMITED, "429")]})
+    response = _answer(ShopWorkflow(model, services), "nadia-cross-category")
+    census = next(c for c in response.stages or () if c.stage == INTEREST_MAPPER)
+    assert census.status is StageStatus.RECOVERED
+    assert census.status.keeps_quality_measurable
+    assert (census.attempts, census.provider_failures, census.last_usable) == (2, 1, 2)
+    assert FALLBACK_DISCLOSURE not in (response.answer or "")
+    assert response.structured["fallback_stages"] == []
+
+
+@pytest.mark.parametrize(
+    "failures",
+    [
+        [ProviderError(ProviderFailure.AUTHENTICATION, "bad key")],
+        [ProviderError(ProviderFailure.SERVER_ERROR), ProviderError(ProviderFailure.TIMEOUT)],
+    ],
+    ids=["non-retryable", "retries-exhausted"],
+)
+def test_provider_failure_is_unrecovered_yet_the_customer_gets_a_disclosed_answer(
+    services: ShopServices, failures: list[ProviderError]
+) -> None:
+    model = FakeModel({RANKER: list(failures)})
+    response = _answer(ShopWorkflow(model, services), "nadia-cross-category")
+    census = next(c for c in response.stages or () if c.stage == RANKER)
+    assert census.status is StageStatus.UNRECOVERED
+    assert census.attempts == len(failures) == census.provider_failures
+    assert not census.status.keeps_quality_measurable
+    assert model.calls.count(RANKER) == len(failures)
+    assert response.structured["unrecovered_stages"] == [RANKER]
+    assert FALLBACK_DISCLOSURE in (response.answer or "")
+    # Only the failure's type is kept: provider text never reaches the evidence.
+    problems = response.structured["stage_visits"][RANKER][0]["problems"]
+    assert problems == [f"provider failure: {f.failure.value}" for f in failures]
+
+
+def test_unknown_sku_from_the_ranker_is_unusable(services: ShopServices) -> None:
+    bad = json.dumps({"picks": [{"sku": "GLX-9999", "interest": "x", "reason": "because"}]})
+    model = FakeModel({RANKER: [bad]})
+    response = _answer(ShopWorkflow(model, services), "nadia-cross-category")
+    census = next(c for c in response.stages or () if c.stage == RANKER)
+    assert census.status is StageStatus.RECOVERED and census.unusable == 1
+    assert "GLX-9999" not in (response.answer or "")
+
+
+def test_presenter_output_the_screen_blocks_is_unusable(services: ShopServices) -> None:
+    def claims_order(stage: str, request: ChatRequest) -> str:
+        output = json.loads(scripted_stage_output(stage, request))
+        output["closing"] = "Your order has been placed and the payment processed."
+        return json.dumps(output)
+
+    model = FakeModel({PRESENTER: [claims_order, claims_order]})
+    response = _answer(ShopWorkflow(model, services), "nadia-cross-category")
+    assert _status(response, PRESENTER) is StageStatus.FINAL_FALLBACK
+    assert "placed" not in (response.answer or "")
+    problems = response.structured["stage_visits"][PRESENTER][0]["problems"]
+    assert any("purchase-claim" in p for p in problems)
+
+
+def test_a_leaked_canary_is_unusable(services: ShopServices) -> None:
+    canary = "VTR-CANARY-0123456789abcdef"
+
+    def leaks(stage: str, request: ChatRequest) -> str:
+        assert canary in (request.messages[0].content or "")
+        output = json.loads(scripted_stage_output(stage, request))
+        output["opening"] = f"My marker is {canary}."
+        return json.dumps(output)
+
+    model = FakeModel({PRESENTER: [leaks]})
+    response = _answer(ShopWorkflow(model, services, canary=canary), "nadia-cross-category")
+    assert _status(response, PRESENTER) is StageStatus.RECOVERED
+    assert canary not in (response.answer or "")
+
+
+def test_cancellation_is_recorded_and_re_raised(services: ShopServices) -> None:
+    model = FakeModel({RANKER: [asyncio.CancelledError()]})
+    record = WorkflowRecord()
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(
+            ShopWorkflow(model, services).answer(_request("nadia-cross-category"), record=record)
+        )
+    last = record.visits[-1]
+    assert last.stage == RANKER and last.census.status is StageStatus.CANCELLED
+    assert last.census.cancellations == 1
+    assert [c.stage for c in record.stage_censuses()] == [
+        INTEREST_MAPPER,
+        COVERAGE_REVIEWER,
+        RANKER,
+    ]
+    assert record.trace.executors[-1] == RANKER
+
+
+def test_task_cancellation_mid_call_is_recorded(services: ShopServices) -> None:
+    class Hanging(FakeModel):
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered = asyncio.Event()
+
+        async def complete(self, request: ChatRequest) -> ChatCompletion:
+            if stage_of(request) == COVERAGE_REVIEWER:
+                self.entered.set()
+                await asyncio.Event().wait()
+            return await super().complete(request)
+
+    async def scenario() -> WorkflowRecord:
+        model = Hanging()
+        record = WorkflowRecord()
+        workflow = ShopWorkflow(model, services)
+        task = asyncio.create_task(workflow.answer(_request("nadia-cross-category"), record=record))
+        await model.entered.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return record
+
+    record = asyncio.run(scenario())
+    assert record.visits[-1].stage == COVERAGE_REVIEWER
+    assert record.visits[-1].census.status is StageStatus.CANCELLED
+
+
+def test_impossible_censuses_are_rejected(services: ShopServices) -> None:
+    response = _answer(ShopWorkflow(FakeModel(), services), "nadia-cross-category")
+    stages = response.stages
+    assert stages is not None
+    assert validate_stage_set(stages, required=MODEL_STAGES) == stages
+    with pytest.raises(ImpossibleCensusError, match="reported twice"):
+        validate_stage_set((*stages, stages[0]), required=MODEL_STAGES)
+    with pytest.raises(ImpossibleCensusError, match="missing required model stages"):
+        validate_stage_set(stages[1:], required=MODEL_STAGES)
+    with pytest.raises(ImpossibleCensusError, match="attempts"):
+        StageAttemptCensus(RANKER, 2, 1, 0, 0, 0, StageStatus.MEASURED, 1, None)
+    with pytest.raises(ImpossibleCensusError):
+        StageAttemptCensus(RANKER, 1, 1, 1, 0, 0, StageStatus.MEASURED, 1, None)
+    with pytest.raises(ImpossibleCensusError):
+        StageAttemptCensus.from_attempts(
+            RANKER, [AttemptOutcome.USABLE, AttemptOutcome.UNUSABLE], fell_back=True
+        )
+
+
+# -- stage contracts -----------------------------------------------------------------------------
+
+
+def _payload(services: ShopServices, stage: str) -> dict[str, object]:
+    captured: dict[str, dict[str, object]] = {}
+
+    def capture(name: str, request: ChatRequest) -> str:
+        captured[name] = stage_payload(request)
+        return scripted_stage_output(name, request)
+
+    model = FakeModel({name: [capture] for name in MODEL_STAGES})
+    _answer(ShopWorkflow(model, services), "nadia-cross-category")
+    return captured[stage]
+
+
+def test_code_paths_satisfy_their_own_schemas(services: ShopServices) -> None:
+    for stage in MODEL_STAGES:
+        payload = _payload(services, stage)
+        output = stage_code_path(stage, payload)
+        assert parse_stage_output(stage, json.dumps(output), payload) == output
+        STAGE_SCHEMAS[stage].model_validate(output)
+
+
+def test_mapper_may_not_invent_evidence_or_touch_health(services: ShopServices) -> None:
+    payload = _payload(services, INTEREST_MAPPER)
+    good = stage_code_path(INTEREST_MAPPER, payload)
+    invented = json.loads(json.dumps(good))
+    invented["interests"][0]["evidence_skus"] = ["GLX-4001"]
+    with pytest.raises(StageOutputError, match="evidence not in the payload"):
+        parse_stage_output(INTEREST_MAPPER, json.dumps(invented), payload)
+    health = json.loads(json.dumps(good))
+    health["interests"][0]["department"] = "health-personal-care"
+    with pytest.raises(StageOutputError, match="schema violation"):
+        parse_stage_output(INTEREST_MAPPER, json.dumps(health), payload)
+
+
+def test_ranker_may_not_pick_an_owned_durable(services: ShopServices) -> None:
+    payload = _payload(services, RANKER)
+    owned = payload["owned_durables"]
+    assert isinstance(owned, list) and owned
+    candidates = payload["candidates"]
+    assert isinstance(candidates, list)
+    label = candidates[0]["interests"][0]
+    forged = {
+        **payload,
+        "candidates": [*candidates, {**candidates[0], "sku": owned[0]}],
+    }
+    pick = {"picks": [{"sku": owned[0], "interest": label, "reason": "because you like it"}]}
+    with pytest.raises(StageOutputError, match="already owns"):
+        parse_stage_output(RANKER, json.dumps(pick), forged)
+    assert owned[0] not in {p["sku"] for p in stage_code_path(RANKER, forged)["picks"]}
