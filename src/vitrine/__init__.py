@@ -60,6 +60,21 @@ _EXPORTS: dict[str, str] = {
     "ResponseFormat": "vitrine.providers.base",
     "ToolCallRequest": "vitrine.providers.base",
     "ToolSpec": "vitrine.providers.base",
+    # suites, plans and the notebook API
+    "EvalResult": "vitrine.api",
+    "evaluate": "vitrine.api",
+    "evaluate_async": "vitrine.api",
+    "FunctionPlan": "vitrine.plans.base",
+    "Plan": "vitrine.plans.base",
+    "PlanKind": "vitrine.plans.base",
+    "PlanOutcome": "vitrine.plans.base",
+    "PlanRequest": "vitrine.plans.base",
+    "RepetitionRule": "vitrine.plans.base",
+    "UsageError": "vitrine.plans.base",
+    "plan": "vitrine.plans.base",
+    "ScenarioInfo": "vitrine.suite",
+    "Suite": "vitrine.suite",
+    "load_suite": "vitrine.suite",
 }
 
 __all__ = [
@@ -78,32 +93,46 @@ __all__ = [
     "ChatRequest",
     "Check",
     "DefinitionError",
+    "EvalResult",
     "ExitCode",
     "FloorKind",
     "FloorNotDerivableError",
     "FunctionCheck",
+    "FunctionPlan",
     "ImpossibleCensusError",
     "MeasurementState",
     "Observation",
+    "Plan",
+    "PlanKind",
+    "PlanOutcome",
+    "PlanRequest",
     "Provenance",
     "ProviderError",
     "ProviderFailure",
+    "RepetitionRule",
     "ResponseFormat",
     "RunResult",
+    "ScenarioInfo",
     "ScenarioRow",
     "StageAttemptCensus",
     "StageStatus",
     "SubjectResponse",
+    "Suite",
     "TokenUsage",
     "ToolCallRecord",
     "ToolCallRequest",
     "ToolCallStatus",
     "ToolSpec",
+    "UsageError",
     "Verdict",
     "WorkflowTrace",
     "admit",
     "aggregate_exit_codes",
     "check",
+    "evaluate",
+    "evaluate_async",
+    "load_suite",
+    "plan",
     "run_verdict",
 ]
 
@@ -122,6 +151,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from vitrine.api import EvalResult, evaluate, evaluate_async
     from vitrine.bench.model import (
         AdmissionError,
         AdmittedCheck,
@@ -157,6 +187,16 @@ if TYPE_CHECKING:
         aggregate_exit_codes,
         run_verdict,
     )
+    from vitrine.plans.base import (
+        FunctionPlan,
+        Plan,
+        PlanKind,
+        PlanOutcome,
+        PlanRequest,
+        RepetitionRule,
+        UsageError,
+        plan,
+    )
     from vitrine.providers.base import (
         ChatCompletion,
         ChatMessage,
@@ -169,3 +209,4 @@ if TYPE_CHECKING:
         ToolCallRequest,
         ToolSpec,
     )
+    from vitrine.suite import ScenarioInfo, Suite, load_suite
