@@ -54,9 +54,10 @@ def _request(scenario_id: str) -> ShopRequest:
     return ShopRequest.single(scenario.persona_id, scenario.query)
 
 
-async def _scripted(services: ShopServices, scenario_id: str, **faults: object) -> SubjectResponse:
-    model = ScriptedShopModel(ScriptedFaults(**faults))  # type: ignore[arg-type]
-    return await ShopAgent(model, services).answer(_request(scenario_id))
+async def _scripted(
+    services: ShopServices, scenario_id: str, faults: ScriptedFaults | None = None
+) -> SubjectResponse:
+    return await ShopAgent(ScriptedShopModel(faults), services).answer(_request(scenario_id))
 
 
 def _collapsed(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -225,7 +226,7 @@ async def test_malformed_tool_call_json_yields_an_error_result_and_the_loop_cont
 async def test_unusable_scripted_arguments_are_retried_and_the_chain_completes(
     services: ShopServices,
 ) -> None:
-    response = await _scripted(services, "nadia-cross-category", unusable_outputs=1)
+    response = await _scripted(services, "nadia-cross-category", ScriptedFaults(unusable_outputs=1))
     journal = response.tool_calls or ()
     assert journal[0].status is ToolCallStatus.ERROR
     assert journal[0].name == journal[1].name == "get_user_profile"

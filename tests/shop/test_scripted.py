@@ -293,3 +293,29 @@ def test_negative_fault_counts_are_refused() -> None:
         ScriptedFaults(provider_failures=-1)
     assert ScriptedFaults().healthy
     assert not ScriptedFaults(vulnerable=True).healthy
+
+
+@pytest.mark.parametrize(
+    ("faults", "status"),
+    [
+        (ScriptedFaults(), "measured"),
+        (ScriptedFaults(unusable_outputs=1), "recovered"),
+        (ScriptedFaults(unusable_outputs=2), "final_fallback"),
+        (ScriptedFaults(provider_failures=1), "recovered"),
+    ],
+)
+async def test_the_workflow_stages_see_the_same_faults_through_the_same_model(
+    faults: ScriptedFaults, status: str
+) -> None:
+    workflow_module = pytest.importorskip(
+        "vitrine_shop.workflow", reason="the workflow is not available"
+    )
+    from vitrine_shop.arms import shared_services
+    from vitrine_shop.conversation import ShopRequest
+
+    workflow = workflow_module.ShopWorkflow(ScriptedShopModel(faults), shared_services())
+    response = await workflow.answer(ShopRequest.single("nadia", "What should I add to my kit?"))
+    stages = list(response.stages or ())
+    assert [s.stage for s in stages][:1] == ["InterestMapper"]
+    assert stages[0].status.value == status
+    assert all(s.status.value == "measured" for s in stages[1:])
