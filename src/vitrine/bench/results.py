@@ -66,6 +66,15 @@ class RunResult:
     subject_errors: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     responses: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
 
+    def __repr__(self) -> str:
+        # Kept short on purpose: asyncio formats the repr of a finished main task (through
+        # signal.getsignal in asyncio.run), and a full repr of 50,000 rows costs a second.
+        return (
+            f"RunResult(run_id={self.run_id!r}, definition={self.identity!r}, "
+            f"arm_id={self.arm_id!r}, repetition={self.repetition}, rows={len(self.rows)}, "
+            f"complete={self.complete})"
+        )
+
     @property
     def identity(self) -> str:
         return f"{self.definition_key}@{self.definition_version}"

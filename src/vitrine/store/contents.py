@@ -24,6 +24,7 @@ class RunContents:
     case_ids: tuple[str, ...]
     rows: dict[str, tuple[ScenarioRow, ...]]
     traces: dict[str, dict[str, Any]]
+    trace_lines: dict[str, bytes]
     hasher: ContentHasher
     stored_rows: StoredRows
     traces_file: JsonLines
@@ -32,13 +33,13 @@ class RunContents:
     subject_errors: dict[str, str] = field(default_factory=dict)
     responses: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    @property
-    def missing_case_ids(self) -> tuple[str, ...]:
-        return tuple(case for case in self.case_ids if case not in self.rows)
-
 
 def read_contents(
-    paths: RunPaths, manifest: dict[str, Any], layout: RowLayout, *, strict: bool
+    paths: RunPaths,
+    manifest: dict[str, Any],
+    layout: RowLayout,
+    *,
+    strict: bool,
 ) -> RunContents:
     """Parse and validate rows and traces.
 
@@ -62,11 +63,12 @@ def read_contents(
             raise ValueError(
                 f"case {case_id!r} has rows for {keys}, not one per check {sorted(check_order)}"
             )
-        hasher.add_rows(records)
         parsed = sorted(
             (row_from_record(r) for r in records), key=lambda row: check_order[row.check_key]
         )
         rows[case_id] = tuple(parsed)
+    for key, data in stored.record_bytes.items():
+        hasher.add_row(key, data)
     if strict and len(rows) != len(case_ids):
         missing = [c for c in case_ids if c not in rows]
         raise ValueError(f"no rows for {len(missing)} case(s), first {missing[0]!r}")
@@ -75,8 +77,9 @@ def read_contents(
     if strict and traces_file.torn_tail:
         raise ValueError("the trace log ends in a torn line")
     traces: dict[str, dict[str, Any]] = {}
+    trace_lines: dict[str, bytes] = {}
     orphans = 0
-    for record in traces_file.records:
+    for record, raw in zip(traces_file.records, traces_file.raw_lines, strict=True):
         case_id = str(record.get("case_id"))
         if case_id not in rows or case_id in traces:
             if strict:
@@ -84,10 +87,11 @@ def read_contents(
             orphans += 1
             continue
         traces[case_id] = record
-        hasher.add_trace(record)
+        trace_lines[case_id] = raw
+        hasher.add_trace(case_id, raw)
 
     contents = RunContents(
-        manifest, checks, case_ids, rows, traces, hasher, stored, traces_file, orphans
+        manifest, checks, case_ids, rows, traces, trace_lines, hasher, stored, traces_file, orphans
     )
     for case_id, record in traces.items():
         if record.get("error"):

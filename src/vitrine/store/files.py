@@ -24,6 +24,7 @@ __all__ = [
     "append_line",
     "atomic_write_bytes",
     "atomic_write_json",
+    "encode_json",
     "encode_line",
     "read_json",
     "read_json_lines",
@@ -60,9 +61,14 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_json(path: Path, value: Mapping[str, Any]) -> None:
+def encode_json(value: Mapping[str, Any]) -> bytes:
+    """A whole-file JSON document, indented for people who open it."""
     text = json.dumps(value, ensure_ascii=False, indent=2, default=_json_fallback)
-    atomic_write_bytes(path, text.encode() + b"\n")
+    return text.encode() + b"\n"
+
+
+def atomic_write_json(path: Path, value: Mapping[str, Any]) -> None:
+    atomic_write_bytes(path, encode_json(value))
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -98,11 +104,14 @@ class AppendLog:
         self.path = path
         self._fh: IO[bytes] | None = path.open("ab")
 
-    def append(self, record: Mapping[str, Any]) -> None:
+    def append(self, record: Mapping[str, Any]) -> bytes:
+        """Append one record; returns the exact bytes written, which the seal hashes."""
         if self._fh is None:
             raise ValueError(f"{self.path.name} is closed")
-        self._fh.write(encode_line(record))
+        line = encode_line(record)
+        self._fh.write(line)
         self._fh.flush()
+        return line
 
     def sync(self) -> None:
         if self._fh is not None:
@@ -126,9 +135,10 @@ class MalformedLineError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class JsonLines:
-    """The committed records of a JSON-lines file and where the committed part ends."""
+    """The committed records of a JSON-lines file, their exact bytes, and where they end."""
 
     records: tuple[dict[str, Any], ...]
+    raw_lines: tuple[bytes, ...]
     committed_bytes: int
     torn_tail: bool
 
@@ -142,10 +152,11 @@ def read_json_lines(path: Path, *, skip_malformed: bool = False) -> JsonLines:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return JsonLines((), 0, False)
+        return JsonLines((), (), 0, False)
     end = data.rfind(b"\n") + 1
     records: list[dict[str, Any]] = []
-    for number, raw in enumerate(data[:end].splitlines(), start=1):
+    raw_lines: list[bytes] = []
+    for number, raw in enumerate(data[:end].splitlines(keepends=True), start=1):
         try:
             value = json.loads(raw)
         except ValueError as exc:
@@ -157,4 +168,5 @@ def read_json_lines(path: Path, *, skip_malformed: bool = False) -> JsonLines:
                 continue
             raise MalformedLineError(path, number, "not an object")
         records.append(value)
-    return JsonLines(tuple(records), end, end < len(data))
+        raw_lines.append(raw)
+    return JsonLines(tuple(records), tuple(raw_lines), end, end < len(data))

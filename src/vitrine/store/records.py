@@ -7,7 +7,7 @@ on what a row is.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from vitrine.bench.model import AdmittedCheck, BenchmarkDefinition, canonical_json
@@ -149,47 +149,32 @@ def build_summary(result: RunResult, schema_version: int) -> dict[str, Any]:
 
 
 class ContentHasher:
-    """SHA-256 over a run's content in a canonical order, independent of the store layout.
+    """SHA-256 over a run's exact bytes, in an order that does not depend on completion order.
 
-    Rows and traces are hashed one by one as they are read and only their digests are kept, so
-    sealing a 10,000-trial run does not hold the whole run in memory twice.
+    Each row record (a trial's line, or one row file) and each trace line is digested on its own
+    and kept under a stable key; the seal sorts the keys, so trials finishing in a different
+    order give the same hash. The writer feeds the bytes it appends, so sealing reads nothing
+    back; the reader feeds the bytes it reads, so any edit after the seal, even of whitespace,
+    changes the hash.
     """
 
     def __init__(self) -> None:
-        self._rows: list[tuple[str, str, bytes]] = []
-        self._traces: list[tuple[str, bytes]] = []
+        self._rows: dict[str, bytes] = {}
+        self._traces: dict[str, bytes] = {}
 
-    def add_row(self, record: Mapping[str, Any]) -> None:
-        digest = hashlib.sha256(canonical_json(_row_part(record)).encode()).digest()
-        self._rows.append((str(record["case_id"]), str(record["check_key"]), digest))
+    def add_row(self, key: str, data: bytes) -> None:
+        self._rows[key] = hashlib.sha256(data).digest()
 
-    def add_rows(self, records: Sequence[Mapping[str, Any]]) -> None:
-        for record in records:
-            self.add_row(record)
-
-    def add_trace(self, record: Mapping[str, Any]) -> None:
-        digest = hashlib.sha256(canonical_json(dict(record)).encode()).digest()
-        self._traces.append((str(record["case_id"]), digest))
+    def add_trace(self, case_id: str, data: bytes) -> None:
+        self._traces[case_id] = hashlib.sha256(data).digest()
 
     def digest(self, manifest: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
         unsealed = {k: v for k, v in manifest.items() if k != "content_hash"}
         hasher = hashlib.sha256()
         hasher.update(b"manifest\n" + canonical_json(unsealed).encode() + b"\n")
         hasher.update(b"summary\n" + canonical_json(dict(summary)).encode() + b"\n")
-        hasher.update(b"rows\n")
-        for _case, _check, digest in sorted(self._rows):
-            hasher.update(digest)
-        hasher.update(b"\ntraces\n")
-        for _case, digest in sorted(self._traces):
-            hasher.update(digest)
+        for section, digests in ((b"rows", self._rows), (b"traces", self._traces)):
+            hasher.update(section + b"\n")
+            for key in sorted(digests):
+                hasher.update(key.encode() + b"\x00" + digests[key])
         return "sha256:" + hasher.hexdigest()
-
-
-def _row_part(record: Mapping[str, Any]) -> dict[str, Any]:
-    # Only the row's own fields: the per-file layout adds bookkeeping keys around them.
-    return {
-        "case_id": record["case_id"],
-        "check_key": record["check_key"],
-        "observation": record["observation"],
-        "duration_ms": record.get("duration_ms"),
-    }

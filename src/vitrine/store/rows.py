@@ -7,6 +7,7 @@ same code whichever layout wrote the run.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,8 +17,8 @@ from vitrine.bench.results import row_id
 from vitrine.store.files import (
     AppendLog,
     MalformedLineError,
-    atomic_write_json,
-    read_json,
+    atomic_write_bytes,
+    encode_json,
     read_json_lines,
 )
 from vitrine.store.layout import PER_FILE_SCHEMA, ROWS_JSONL_SCHEMA, RunPaths
@@ -33,6 +34,8 @@ class StoredRows:
     """The finished trials found on disk, and the leftovers of an interrupted write."""
 
     by_case: dict[str, list[RowRecord]] = field(default_factory=dict)
+    # The exact bytes of each stored record (a trial's line, or one row file) for the seal.
+    record_bytes: dict[str, bytes] = field(default_factory=dict)
     committed_bytes: int = 0
     torn_tail: bool = False
     partial_cases: frozenset[str] = frozenset()
@@ -43,7 +46,9 @@ class RowLayout(Protocol):
 
     def open(self) -> None: ...
 
-    def append_trial(self, case_id: str, records: Sequence[RowRecord]) -> None: ...
+    def append_trial(
+        self, case_id: str, records: Sequence[RowRecord]
+    ) -> list[tuple[str, bytes]]: ...
 
     def read(self, check_keys: Sequence[str], *, tolerate_torn: bool) -> StoredRows: ...
 
@@ -77,10 +82,10 @@ class JsonlRows:
     def open(self) -> None:
         self._log = AppendLog(self._path)
 
-    def append_trial(self, case_id: str, records: Sequence[RowRecord]) -> None:
+    def append_trial(self, case_id: str, records: Sequence[RowRecord]) -> list[tuple[str, bytes]]:
         if self._log is None:
             raise ValueError("the row log is not open")
-        self._log.append(
+        line = self._log.append(
             {
                 "schema_version": self.schema_version,
                 "case_id": case_id,
@@ -94,6 +99,7 @@ class JsonlRows:
                 ],
             }
         )
+        return [(case_id, line)]
 
     def read(self, check_keys: Sequence[str], *, tolerate_torn: bool) -> StoredRows:
         lines = read_json_lines(self._path)
@@ -102,7 +108,9 @@ class JsonlRows:
                 self._path, len(lines.records) + 1, "it has no terminating newline"
             )
         stored = StoredRows(committed_bytes=lines.committed_bytes, torn_tail=lines.torn_tail)
-        for number, line in enumerate(lines.records, start=1):
+        for number, (line, raw) in enumerate(
+            zip(lines.records, lines.raw_lines, strict=True), start=1
+        ):
             case_id = line.get("case_id")
             rows = line.get("rows")
             if not isinstance(case_id, str) or not isinstance(rows, list):
@@ -110,6 +118,7 @@ class JsonlRows:
             if case_id in stored.by_case:
                 raise MalformedLineError(self._path, number, f"case {case_id!r} appears twice")
             stored.by_case[case_id] = [{"case_id": case_id, **row} for row in rows]
+            stored.record_bytes[case_id] = raw
         return stored
 
     def discard_uncommitted(self, stored: StoredRows) -> None:
@@ -137,33 +146,40 @@ class ScenarioFileRows:
     def open(self) -> None:
         self._dir.mkdir(exist_ok=True)
 
-    def append_trial(self, case_id: str, records: Sequence[RowRecord]) -> None:
+    def append_trial(self, case_id: str, records: Sequence[RowRecord]) -> list[tuple[str, bytes]]:
+        written = []
         for record in records:
             rid = row_id(case_id, record["check_key"])
-            atomic_write_json(
-                self._dir / f"{sanitize_file_name(rid)}.json",
-                {"schema_version": self.schema_version, "row_id": rid, **record},
-            )
+            data = encode_json({"schema_version": self.schema_version, "row_id": rid, **record})
+            atomic_write_bytes(self._dir / f"{sanitize_file_name(rid)}.json", data)
+            written.append((rid, data))
+        return written
 
     def read(self, check_keys: Sequence[str], *, tolerate_torn: bool) -> StoredRows:
         by_case: dict[str, list[RowRecord]] = {}
+        record_bytes: dict[str, bytes] = {}
         if self._dir.is_dir():
             for path in sorted(self._dir.iterdir()):
                 if path.name.startswith(".") or path.suffix != ".json":
                     continue  # temporary files of an interrupted atomic write
-                record = read_json(path)
+                data = path.read_bytes()
+                record = json.loads(data)
+                if not isinstance(record, dict):
+                    raise ValueError(f"scenarios/{path.name} does not hold a JSON object")
                 case_id = str(record.get("case_id"))
                 rid = row_id(case_id, str(record.get("check_key")))
                 if record.get("row_id") != rid or path.name != f"{sanitize_file_name(rid)}.json":
                     raise ValueError(f"scenarios/{path.name} does not hold the row its name says")
                 by_case.setdefault(case_id, []).append(record)
+                record_bytes[rid] = data
         expected = len(check_keys)
         partial = frozenset(case for case, rows in by_case.items() if len(rows) < expected)
         if partial and not tolerate_torn:
             raise ValueError(f"cases with missing rows: {', '.join(sorted(partial))}")
         for case in partial:
-            del by_case[case]
-        return StoredRows(by_case=by_case, partial_cases=partial)
+            for record in by_case.pop(case):
+                record_bytes.pop(str(record["row_id"]), None)
+        return StoredRows(by_case=by_case, record_bytes=record_bytes, partial_cases=partial)
 
     def discard_uncommitted(self, stored: StoredRows) -> None:
         # A rerun of a partial case rewrites the same file names, so nothing else needs removing.

@@ -16,7 +16,13 @@ from vitrine.store.files import AppendLog, atomic_write_bytes, atomic_write_json
 from vitrine.store.index import record_sealed_run
 from vitrine.store.layout import CURRENT_SCHEMA, RunPaths
 from vitrine.store.naming import new_run_id
-from vitrine.store.records import build_summary, new_manifest, row_record, trace_record
+from vitrine.store.records import (
+    ContentHasher,
+    build_summary,
+    new_manifest,
+    row_record,
+    trace_record,
+)
 from vitrine.store.rows import RowLayout, row_layout
 
 __all__ = ["RunWriter", "utc_timestamp"]
@@ -39,10 +45,17 @@ class RunWriter:
     summary, once more at the seal.
     """
 
-    def __init__(self, paths: RunPaths, manifest: dict[str, Any], layout: RowLayout) -> None:
+    def __init__(
+        self,
+        paths: RunPaths,
+        manifest: dict[str, Any],
+        layout: RowLayout,
+        hasher: ContentHasher | None = None,
+    ) -> None:
         self.paths = paths
         self.manifest = manifest
         self._layout = layout
+        self._hasher = hasher or ContentHasher()
         self._traces: AppendLog | None = None
         self._sealed = False
 
@@ -114,11 +127,10 @@ class RunWriter:
         if contents.traces_file.torn_tail or contents.orphan_traces:
             # Written once per resume, not per trial: keep only traces of finished trials so that
             # the rerun of an interrupted trial does not leave two traces for one case.
-            kept = b"".join(encode_line(t) for t in contents.traces.values())
-            atomic_write_bytes(paths.traces, kept)
+            atomic_write_bytes(paths.traces, b"".join(contents.trace_lines.values()))
         manifest["run"].setdefault("resumed_at", []).append(utc_timestamp())
         atomic_write_json(paths.manifest, manifest)
-        writer = cls(paths, manifest, layout)
+        writer = cls(paths, manifest, layout, contents.hasher)
         writer._open()
         return writer, contents
 
@@ -142,10 +154,12 @@ class RunWriter:
         """
         if self._traces is None:
             raise RunStoreError(f"run {self.run_id} is not open for writing")
-        self._traces.append(
+        trace = self._traces.append(
             trace_record(self.schema_version, case_id, duration_ms, error, response)
         )
-        self._layout.append_trial(case_id, [row_record(r) for r in rows])
+        self._hasher.add_trace(case_id, trace)
+        for key, data in self._layout.append_trial(case_id, [row_record(r) for r in rows]):
+            self._hasher.add_row(key, data)
 
     def seal(self, result: RunResult) -> str:
         """Write the summary and the sealed manifest, then index the run. Returns the hash."""
@@ -155,12 +169,6 @@ class RunWriter:
         if self._traces is not None:
             self._traces.sync()
         self.close()
-        try:
-            contents = read_contents(self.paths, self.manifest, self._layout, strict=True)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise RunStoreError(
-                f"run {self.run_id} cannot be sealed: what reached the disk is incomplete ({exc})"
-            ) from exc
         summary = _json_roundtrip(build_summary(result, self.schema_version))
         run = self.manifest["run"]
         run["duration_s"] = result.duration_s
@@ -169,7 +177,7 @@ class RunWriter:
         self.manifest["status"] = "complete"
         self.manifest.pop("content_hash", None)
         manifest = _json_roundtrip(self.manifest)
-        content_hash = contents.hasher.digest(manifest, summary)
+        content_hash = self._hasher.digest(manifest, summary)
         self.manifest["content_hash"] = content_hash
         atomic_write_json(self.paths.summary, summary)
         # The manifest goes last: its content hash is the seal, so a run is complete only once
