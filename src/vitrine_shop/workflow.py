@@ -39,8 +39,9 @@ no degradation is hidden by a later, healthier visit.
 
 Customers with no usable evidence and a request that names nothing the shop sells get an
 abstention with questions, decided in code before any model call: there is nothing for a model
-to map, and a model asked anyway could only invent. Products of the sensitive department are
-never candidates.
+to map, and a model asked anyway could only invent. Such a run visits every executor on its
+code path and, having called no model, reports ``stages=None``. Products of the sensitive
+department are never candidates, whatever the request.
 """
 
 from __future__ import annotations

@@ -497,3 +497,34 @@ def test_ranker_may_not_pick_an_owned_durable(services: ShopServices) -> None:
     with pytest.raises(StageOutputError, match="already owns"):
         parse_stage_output(RANKER, json.dumps(pick), forged)
     assert owned[0] not in {p["sku"] for p in stage_code_path(RANKER, forged)["picks"]}
+
+
+def test_constraints_from_an_earlier_turn_bind_and_are_restated(services: ShopServices) -> None:
+    request = ShopRequest(
+        "nadia",
+        (
+            "My maximum budget is CHF 150 and it must be waterproof.",
+            "What should I take on my next hut-to-hut trip?",
+        ),
+    )
+    response = asyncio.run(ShopWorkflow(None, services).answer(request))
+    answer = response.answer or ""
+    skus = response.structured["skus"]
+    assert skus
+    for sku in skus:
+        product = services.catalogue.by_sku(sku)
+        assert product.price_chf <= 150
+        assert "waterproof" in " ".join(product.tags) + product.description.casefold()
+    assert "within your CHF 150 budget" in answer and "it must be waterproof" in answer
+
+
+def test_anonymous_visitor_with_a_concrete_need_gets_request_grounded_picks(
+    services: ShopServices,
+) -> None:
+    request = ShopRequest.single(None, "I need a light rain jacket for hiking")
+    response = asyncio.run(ShopWorkflow(None, services).answer(request))
+    answer = response.answer or ""
+    assert response.structured["abstained"] is False
+    assert SKU.search(answer) and "your request" in answer
+    vague = asyncio.run(ShopWorkflow(None, services).answer(ShopRequest.single(None, "Hi!")))
+    assert vague.structured["abstained"] is True and not SKU.search(vague.answer or "")
