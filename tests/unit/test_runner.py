@@ -297,3 +297,23 @@ async def test_resuming_a_run_that_never_started_a_trial_runs_every_case(tmp_pat
 async def test_resuming_a_sealed_run_returns_it_unchanged(tmp_path):
     result = await run_benchmark(definition(), Arm("echo", echo), store=RunStore(tmp_path))
     assert await resume_run(result.run_dir, definition(), Arm("echo", echo)) == result
+
+
+async def test_a_run_killed_after_its_last_trial_but_before_the_seal_is_only_sealed(tmp_path):
+    done = await run_benchmark(definition(3), Arm("echo", echo))
+    writer = RunStore(tmp_path).create_run(definition(3), "echo")
+    for case_id in done.case_ids:
+        rows = [r for r in done.rows if r.case_id == case_id]
+        writer.record_trial(case_id, rows, duration_ms=1.0, error=None, response=None)
+    writer.close()
+
+    calls = []
+
+    async def must_not_run(case: Case) -> SubjectResponse:
+        calls.append(case.id)
+        return await echo(case)
+
+    resumed = await resume_run(writer.run_dir, definition(3), Arm("echo", must_not_run))
+    assert calls == []
+    assert [r.observation for r in resumed.rows] == [r.observation for r in done.rows]
+    assert load_run(writer.run_dir).complete

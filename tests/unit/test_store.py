@@ -355,3 +355,25 @@ def test_the_committed_schema_1_fixture_is_refused_once_a_row_is_edited(tmp_path
     row_file.write_text(json.dumps(data))
     with pytest.raises(TamperedRunError, match="content hash does not match"):
         load_run(run_dir)
+
+
+def test_whole_files_are_written_a_fixed_number_of_times_however_many_trials(tmp_path, monkeypatch):
+    from vitrine.store import files
+
+    written: list[str] = []
+    real = files.atomic_write_bytes
+
+    def counting(path: Path, data: bytes) -> None:
+        written.append(path.name)
+        real(path, data)
+
+    monkeypatch.setattr(files, "atomic_write_bytes", counting)
+    asyncio.run(
+        run_benchmark(
+            definition(tuple(f"case-{i}" for i in range(50))),
+            Arm("polite", polite),
+            store=RunStore(tmp_path),
+        )
+    )
+    # The manifest at creation, then the summary and the sealed manifest: trials only append.
+    assert written == ["manifest.json", "summary.json", "manifest.json"]

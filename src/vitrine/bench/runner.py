@@ -86,7 +86,9 @@ async def run_benchmark(
     """Run every case of ``definition`` once against ``arm`` and seal the run.
 
     With ``store=None`` nothing is written and the result lives only in memory. Repetitions are
-    separate calls with the same arm and a different ``repetition``.
+    separate calls with the same arm and a different ``repetition``. ``seed`` is recorded in the
+    manifest for subjects that draw randomness; the runner itself draws none. Concurrency is
+    bounded by a pool of ``concurrency`` workers, so at most that many subjects run at once.
     """
     if repetition < 1:
         raise ValueError(f"repetition counts from 1, got {repetition}")
