@@ -121,6 +121,8 @@ if set(get_args(OpenDepartment)) != {d.value for d in Department if not d.sensit
 Sku = Annotated[str, Field(pattern=SKU_PATTERN)]
 Label = Annotated[str, Field(min_length=1, max_length=120)]
 Prose = Annotated[str, Field(min_length=1, max_length=400)]
+# Search needs words: a blank query would reach retrieval and fail there, not here.
+Query = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]
 
 
 class _Strict(BaseModel):
@@ -136,7 +138,7 @@ class MappedInterest(_Strict):
         description="where to search; null searches every non-sensitive department"
     )
     weight: float = Field(ge=0.0, le=1.0)
-    search_query: Annotated[str, Field(min_length=1, max_length=200)]
+    search_query: Query
     evidence_skus: list[Sku] = Field(max_length=12)
 
 
@@ -146,7 +148,7 @@ class InterestMapping(_Strict):
 
 class CoverageGap(_Strict):
     interest: Label = Field(description="the label of an interest that lacks a good candidate")
-    search_query: Annotated[str, Field(min_length=1, max_length=200)]
+    search_query: Query
 
 
 class CoverageVerdict(_Strict):

@@ -528,3 +528,12 @@ def test_anonymous_visitor_with_a_concrete_need_gets_request_grounded_picks(
     assert SKU.search(answer) and "your request" in answer
     vague = asyncio.run(ShopWorkflow(None, services).answer(ShopRequest.single(None, "Hi!")))
     assert vague.structured["abstained"] is True and not SKU.search(vague.answer or "")
+
+
+def test_a_blank_search_query_is_unusable(services: ShopServices) -> None:
+    payload = _payload(services, COVERAGE_REVIEWER)
+    interests = payload["interests"]
+    assert isinstance(interests, list)
+    blank = {"covered": False, "gaps": [{"interest": interests[0]["label"], "search_query": "  "}]}
+    with pytest.raises(StageOutputError, match="schema violation"):
+        parse_stage_output(COVERAGE_REVIEWER, json.dumps(blank), payload)
