@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from vitrine.plans.base import FunctionPlan, PlanKind, RepetitionRule
+from vitrine.plans.base import FunctionPlan, PlanKind, PlanOutcome, PlanRequest, RepetitionRule
 from vitrine.suite import LazyScenarios, ScenarioInfo, Suite
 
 __all__ = ["OFFLINE_PLAN", "SCENARIO_IDS", "SUITE"]
@@ -30,7 +30,6 @@ SCENARIO_IDS: tuple[str, ...] = (
     "luca-safe-abstention",
 )
 
-_OFFLINE_NOT_BUILT = "the offline suite is not built yet in this version"
 _LIVE_NOT_BUILT = "the live lane is not built yet in this version"
 _SAFETY_NOT_BUILT = "the safety probes are not built yet in this version"
 
@@ -63,6 +62,13 @@ def _live(name: str, description: str, repetitions: RepetitionRule) -> FunctionP
     )
 
 
+async def _run_offline(request: PlanRequest) -> PlanOutcome:
+    # Imported on use: the suite runs the shop and its models, which --help must not load.
+    from vitrine_shop.evals.offline_modes import run_mode
+
+    return await run_mode(request)
+
+
 def _load_scenario_details() -> Mapping[str, ScenarioInfo]:
     # Imported here: the registry validates with pydantic against the catalogue and personas,
     # which only a command that shows or runs scenarios should pay for.
@@ -91,7 +97,7 @@ _PLANS = (
         repetitions=RepetitionRule.not_accepted(2, _CANONICAL_FIXED),
         accepts_scenario=False,
         scenario_refusal=_CANONICAL_FIXED,
-        unavailable_reason=_OFFLINE_NOT_BUILT,
+        fn=_run_offline,
     ),
     _live(
         "eval01-agent",

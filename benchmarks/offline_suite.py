@@ -1,0 +1,54 @@
+"""Wall time of `vitrine --all`: cold (a fresh store and cache) and warm (the same store again).
+
+Run: python benchmarks/offline_suite.py [--runs N]
+Target: warm <= 3 s on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _vitrine() -> list[str]:
+    return [sys.executable, "-m", "vitrine", "--all"]
+
+
+def _timed(env: dict[str, str], cwd: Path) -> tuple[float, int]:
+    started = time.perf_counter()
+    done = subprocess.run(_vitrine(), env=env, cwd=cwd, capture_output=True, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout.decode()[-2000:] + done.stderr.decode()[-2000:])
+    return elapsed, done.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5, help="warm runs to time (default 5)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="vitrine-bench-") as tmp:
+        root = Path(tmp)
+        env = {**os.environ, "VITRINE_HOME": str(root / ".vitrine")}
+        env.pop("VITRINE_CACHE_DIR", None)
+        cold, code = _timed(env, root)
+        print(f"cold  vitrine --all (fresh store and embedding cache): {cold:6.2f} s  exit {code}")
+        warm = []
+        for _ in range(args.runs):
+            seconds, code = _timed(env, root)
+            warm.append(seconds)
+        print(
+            f"warm  vitrine --all over {args.runs} runs: median {statistics.median(warm):6.2f} s, "
+            f"min {min(warm):.2f} s, max {max(warm):.2f} s  exit {code}  (target <= 3 s)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""The offline plan's modes: the suite, the self-test and the catalogue ablation.
+
+Each mode runs the same suite machinery; they differ only in which shop they observe and which
+expectations they hold the results to.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from vitrine import ExitCode
+from vitrine.plans.base import PlanOutcome, PlanRequest
+from vitrine.store import RunStore
+from vitrine_shop.evals.evidence import ShopUnderTest
+from vitrine_shop.evals.offline import SuiteRun, build_report, replace_catalogue, run_offline_suite
+from vitrine_shop.evals.self_test import self_test_failures
+
+__all__ = ["run_mode"]
+
+
+def _session_dir(root: Path, started_at: str) -> Path:
+    stamp = started_at.replace(":", "-").replace("+00-00", "Z")
+    return root / "reports" / f"offline-{stamp}-{os.getpid()}"
+
+
+def _progress_sink(request: PlanRequest) -> Callable[[object], None] | None:
+    if request.progress is not None:
+        return request.progress
+    if not (request.console and sys.stderr.isatty()):
+        return None
+    from vitrine.reports.live import LiveProgress
+
+    return LiveProgress(sys.stderr).handle
+
+
+async def run_mode(request: PlanRequest) -> PlanOutcome:
+    if request.controls_only:
+        return PlanOutcome(
+            ExitCode.INVALID_ARGUMENTS,
+            ["--controls-only: the registered controls are not part of this version yet"],
+        )
+    store = RunStore(request.output)
+    shipped = ShopUnderTest.shipped()
+    sink = _progress_sink(request)
+    if request.self_test:
+        healthy = await run_offline_suite(store, shipped, sink=sink)
+        ablated = await run_offline_suite(store, shipped.ablated(), sink=sink)
+        failures = self_test_failures(healthy, ablated)
+        code = ExitCode.MEASURED_FAILURE if failures else ExitCode.PASS
+        reason = (
+            "; ".join(failures)
+            if failures
+            else "every registration, census, journal, healthy and ablated expectation held"
+        )
+        return _finish(request, healthy, store, "self-test", code, reason, failures)
+    if request.ablate_catalogue:
+        ablated_shop = replace_catalogue(shipped)
+        run = await run_offline_suite(store, ablated_shop, sink=sink)
+        observed = len(ablated_shop.catalogue)
+        note = (
+            f"catalogue ablation: an isolated snapshot with one SKU removed holds {observed} "
+            "products against the independently authored 99; exit 1 is the expected "
+            "defect-detection signal, and nothing on disk or in source changed"
+        )
+        return _finish(
+            request, run, store, "ablate-catalogue", run.exit_code, run.exit_reason, [note]
+        )
+    run = await run_offline_suite(store, shipped, sink=sink)
+    return _finish(request, run, store, "suite", run.exit_code, run.exit_reason, [])
+
+
+def _finish(
+    request: PlanRequest,
+    run: SuiteRun,
+    store: RunStore,
+    mode: str,
+    code: ExitCode,
+    reason: str,
+    notes: list[str],
+) -> PlanOutcome:
+    from vitrine.reports.writer import write_reports
+
+    report = build_report(run, mode=mode, root=store.root).model_copy(
+        update={
+            "exit_code": int(code),
+            "exit_meaning": code.meaning,
+            "exit_reason": reason,
+            "notes": notes,
+        }
+    )
+    paths = write_reports(
+        report,
+        _session_dir(store.root, run.started_at),
+        json_path=request.json_report,
+        html_path=request.html_report,
+    )
+    report = report.model_copy(
+        update={"artifacts": {name: str(path) for name, path in paths.items()}}
+    )
+    if request.console:
+        from rich.console import Console
+        from vitrine.reports.console import render_console
+
+        render_console(report, Console())
+    summary = [f"exit {int(code)} ({code.meaning}): {reason}", *notes]
+    return PlanOutcome(code, summary, list(paths.values()))

@@ -1,0 +1,112 @@
+"""The admitted-check self-test: exact counts first, then healthy-pass and ablated-fail.
+
+Counts are checked before any score is read, because a score computed over the wrong number of
+runs or observations is not evidence of anything. Every expectation that fails is reported by
+name; the plan exits 1 when the list is not empty.
+"""
+
+from __future__ import annotations
+
+from vitrine import Authority, RunResult
+from vitrine.store import load_run
+from vitrine_shop.evals.benchmarks import canonical_definition
+from vitrine_shop.evals.offline import REFERENCE_ARM, REPETITIONS, SuiteRun
+from vitrine_shop.evals.predicates import RECOMMENDATION_CHECK_KEYS
+from vitrine_shop.evals.production import PRODUCTION_CHECK_KEYS
+
+__all__ = ["self_test_failures"]
+
+EXPECTED_ARMS = 3
+EXPECTED_GATES = 5
+EXPECTED_DIAGNOSTICS = 1
+
+
+def _registration_failures(run: SuiteRun, label: str) -> list[str]:
+    failures = []
+    definition = canonical_definition()
+    cases, checks = len(definition.cases), len(definition.checks)
+    if (cases, checks) != (2, len(RECOMMENDATION_CHECK_KEYS)):
+        failures.append(f"{label}: canonical benchmark registers {cases} cases x {checks} checks")
+    expected_runs = EXPECTED_ARMS * REPETITIONS
+    if len(run.canonical_runs) != expected_runs:
+        failures.append(
+            f"{label}: {len(run.canonical_runs)} canonical runs, expected {expected_runs}"
+        )
+    for result in run.canonical_runs:
+        if len(result.rows) != cases * checks:
+            failures.append(
+                f"{label}: run {result.run_id} holds {len(result.rows)} observations, "
+                f"expected {cases * checks}"
+            )
+    gates = sum(1 for g in run.gates if g.authority is Authority.GATE)
+    diagnostics = sum(1 for g in run.gates if g.authority is Authority.DIAGNOSTIC)
+    if (gates, diagnostics) != (EXPECTED_GATES, EXPECTED_DIAGNOSTICS):
+        failures.append(f"{label}: {gates} gates and {diagnostics} diagnostics registered")
+    if len(run.production_run.rows) != len(PRODUCTION_CHECK_KEYS):
+        failures.append(f"{label}: {len(run.production_run.rows)} production observations")
+    return failures
+
+
+def _arm_runs(run: SuiteRun, arm: str) -> list[RunResult]:
+    return [r for r in run.canonical_runs if r.arm_id == arm]
+
+
+def _journal_failures(run: SuiteRun) -> list[str]:
+    """None, empty and non-empty journals must survive the store as three different facts."""
+    kinds: dict[str, object] = {}
+    for arm, result in (
+        ("scripted-agent", _arm_runs(run, REFERENCE_ARM)[0]),
+        ("zero-model-workflow", _arm_runs(run, "zero-model-workflow")[0]),
+        ("production", run.production_run),
+    ):
+        if result.run_dir is None:
+            return ["runs were not persisted, so journals cannot be read back"]
+        stored = load_run(result.run_dir)
+        journal = next(iter(stored.responses.values()), {}).get("tool_calls", "missing")
+        kinds[arm] = journal
+    failures = []
+    agent, workflow, production = (
+        kinds["scripted-agent"],
+        kinds["zero-model-workflow"],
+        kinds["production"],
+    )
+    if not (isinstance(agent, list) and agent):
+        failures.append("the scripted agent's stored tool journal is not a non-empty list")
+    if workflow != []:
+        failures.append("the zero-model workflow's stored tool journal is not an empty list")
+    if production is not None:
+        failures.append("a subject without a journal did not store None")
+    return failures
+
+
+def self_test_failures(healthy: SuiteRun, ablated: SuiteRun) -> list[str]:
+    failures = _registration_failures(healthy, "healthy") + _registration_failures(
+        ablated, "ablated"
+    )
+    if failures:
+        # Counts are wrong: reading scores now would mean comparing the wrong populations.
+        return failures
+    for result in _arm_runs(healthy, REFERENCE_ARM):
+        for row in result.rows:
+            if not (row.observation.is_measured and row.observation.passed):
+                failures.append(f"healthy {row.row_id} is not a measured pass")
+    for result in _arm_runs(healthy, "degraded-empty-answer"):
+        for row in result.rows:
+            if not row.observation.failed:
+                failures.append(f"ablated {row.row_id} is not a measured failure")
+    for gate in healthy.gates:
+        if gate.status != "PASS":
+            failures.append(f"healthy production check {gate.name} is {gate.status}")
+    for gate in ablated.gates:
+        if gate.status != "FAIL":
+            failures.append(f"ablated production check {gate.name} is {gate.status}, not FAIL")
+    canonical = healthy.sections[0]
+    for comparison in canonical.comparisons:
+        if comparison.challenger_arm == "zero-model-workflow" and (
+            comparison.ties != 2 or comparison.effective_n != 0
+        ):
+            failures.append(f"the workflow does not tie the reference on {comparison.check_key}")
+        if comparison.challenger_arm == "degraded-empty-answer" and comparison.losses != 2:
+            failures.append(f"the degraded arm does not lose both cases on {comparison.check_key}")
+    failures.extend(_journal_failures(healthy))
+    return failures
