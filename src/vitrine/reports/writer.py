@@ -1,0 +1,152 @@
+"""Write a suite report as JSON and HTML, atomically, and read a JSON report back.
+
+A reader (a person, the board, CI) must never see a half-written artifact: each file is written
+to a temporary sibling, flushed to disk and renamed over the target in one step, so the target
+holds either the previous complete report or the new complete one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from vitrine.reports.model import REPORT_SCHEMA_VERSION, SuiteReport
+
+__all__ = ["ReportSchemaError", "load_report", "report_json", "write_reports"]
+
+JSON_NAME = "report.json"
+HTML_NAME = "report.html"
+
+
+class ReportSchemaError(ValueError):
+    """A report file this version of vitrine cannot read."""
+
+
+def report_json(report: SuiteReport) -> str:
+    """The canonical JSON text: sorted keys, two-space indent, trailing newline.
+
+    pydantic's JSON mode writes a non-finite float as null, which keeps the file valid JSON.
+    """
+    data = json.loads(report.model_dump_json())
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_reports(
+    report: SuiteReport,
+    directory: Path,
+    *,
+    json_path: Path | None = None,
+    html_path: Path | None = None,
+) -> dict[str, Path]:
+    """Write ``report.json`` and ``report.html`` into ``directory``, plus optional copies.
+
+    The report written records where it was written (``artifacts``), so the HTML page and the
+    JSON both point at their siblings. Both texts are rendered before any file is touched: a
+    rendering error leaves every previous artifact as it was.
+
+    Returns the paths written, keyed ``json``, ``html`` and, when given, ``json_report`` and
+    ``html_report``. Raises ``OSError`` naming the path when a target cannot be written.
+    """
+    from vitrine.reports.html import render_html
+
+    targets: dict[str, Path] = {
+        "json": directory / JSON_NAME,
+        "html": directory / HTML_NAME,
+    }
+    if json_path is not None:
+        targets["json_report"] = json_path
+    if html_path is not None:
+        targets["html_report"] = html_path
+    for key, path in targets.items():
+        _refuse_directory(path, "JSON" if key.startswith("json") else "HTML")
+
+    stamped = report.model_copy(
+        update={"artifacts": {key: path.as_posix() for key, path in targets.items()}}
+    )
+    texts = {"json": report_json(stamped), "html": render_html(stamped)}
+    for key, path in targets.items():
+        kind = "json" if key.startswith("json") else "html"
+        _atomic_write_text(path, texts[kind], what=f"{kind.upper()} report")
+    return targets
+
+
+def load_report(path: Path) -> SuiteReport:
+    """Read a JSON suite report, refusing a schema version this vitrine does not know."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ReportSchemaError(f"{path} is not JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(data, dict):
+        raise ReportSchemaError(f"{path} is not a suite report: expected a JSON object")
+    version = data.get("schema_version")
+    if version is None:
+        raise ReportSchemaError(
+            f"{path} has no schema_version, so it cannot be read safely: "
+            "it is not a vitrine suite report"
+        )
+    if version != REPORT_SCHEMA_VERSION:
+        raise ReportSchemaError(
+            f"{path} has schema_version {version!r}; this vitrine reads suite reports of "
+            f"schema_version {REPORT_SCHEMA_VERSION}. Guessing at unknown fields could show "
+            "numbers the report never claimed, so it is refused."
+        )
+    from pydantic import ValidationError
+
+    try:
+        return SuiteReport.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "<root>"
+        raise ReportSchemaError(
+            f"{path} claims schema_version {version} but does not match it "
+            f"({exc.error_count()} problem(s); first at {where}: {first['msg']})"
+        ) from exc
+
+
+def _refuse_directory(path: Path, kind: str) -> None:
+    if path.is_dir():
+        raise IsADirectoryError(
+            f"cannot write the {kind} report to {path}: it is a directory; "
+            f"name a file instead, e.g. {path / (JSON_NAME if kind == 'JSON' else HTML_NAME)}"
+        )
+
+
+def _atomic_write_text(path: Path, text: str, *, what: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OSError(f"cannot write the {what} to {path}: {exc.strerror or exc}") from exc
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        # Reports are read by people and CI on the same machine: not owner-only like mkstemp's.
+        tmp.chmod(0o644)
+        tmp.replace(path)  # os.replace: atomic on POSIX and Windows within one volume
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise OSError(f"cannot write the {what} to {path}: {exc.strerror or exc}") from exc
+        raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable; best effort, since not every platform can open a dir."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

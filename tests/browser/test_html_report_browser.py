@@ -1,0 +1,79 @@
+"""The HTML report in a real browser: renders offline, shows hostile text as text, runs nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from vitrine.reports.html import render_html
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="Debian chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
+)
+
+
+def _fixtures() -> ModuleType:
+    # The report fixture lives with the unit tests; load it by path so this file runs alone too.
+    path = Path(__file__).resolve().parents[1] / "unit" / "test_reports.py"
+    spec = importlib.util.spec_from_file_location("report_fixtures", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_report_page_renders_offline_and_runs_no_injected_script(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_html(_fixtures().sample_report()), encoding="utf-8")
+
+    dialogs: list[str] = []
+    requests: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            page.on("request", lambda request: requests.append(request.url))
+            page.goto(page_file.as_uri())
+            page.wait_for_load_state("load")
+
+            gates = page.locator("table", has=page.locator("caption", has_text="Gates"))
+            comparisons = page.locator(
+                "table", has=page.locator("caption", has_text="Reference comparisons")
+            )
+            controls = page.locator(
+                "table", has=page.locator("caption", has_text="Registered control mutations")
+            )
+            assert gates.first.is_visible()
+            assert comparisons.first.is_visible()
+            assert controls.first.is_visible()
+            assert page.get_by_text("<script>alert(1)</script>", exact=False).first.is_visible()
+            assert page.get_by_text("[red]markup[/red]", exact=False).first.is_visible()
+            assert page.locator("body script").count() == 0
+            assert page.locator("text=NOT DERIVABLE").first.is_visible()
+            assert page.locator(".banner").inner_text().lower().count("not measured") >= 1
+
+            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        finally:
+            browser.close()
+
+    assert dialogs == []
+    assert [url for url in requests if not url.startswith("file:")] == []
+    assert (tmp_path / "report.png").stat().st_size > 10_000
