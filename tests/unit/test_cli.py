@@ -298,10 +298,6 @@ def test_live_and_safety_plans_refuse_the_offline_switches(plan, flag, reason, c
 @pytest.mark.parametrize(
     ("argv", "plan"),
     [
-        (["--all"], "offline-suite"),
-        (["--self-test"], "offline-suite"),
-        (["--ablate-catalogue"], "offline-suite"),
-        (["--controls-only", "--json-report", "r.json"], "offline-suite"),
         (["--eval-plan", "eval04-stochastic-agent", "--confirm-paid"], "eval04-stochastic-agent"),
         (["--live-subjects-and-judge", "--confirm-paid", "--repetitions", "3"], "eval03-compare"),
         (

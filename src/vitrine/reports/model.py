@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
+    "AnswerSample",
     "BenchmarkSection",
     "CheckFacts",
     "ComparisonFacts",
@@ -134,6 +135,17 @@ class ControlsSection(_Model):
     )
 
 
+class AnswerSample(_Model):
+    """What a subject actually said, bounded: a reader should see the answer, not only scores."""
+
+    benchmark: str
+    arm_id: str
+    case_id: str
+    repetition: int
+    answer_preview: str | None  # None: no answer object at all; "" an empty answer
+    tool_calls: int | None  # None: the subject keeps no tool journal
+
+
 class TimelineEntry(_Model):
     node: str
     kind: str
@@ -157,6 +169,7 @@ class SuiteReport(_Model):
     gates: list[GateRow]
     benchmarks: list[BenchmarkSection]
     controls: ControlsSection | None = None
+    samples: list[AnswerSample] = Field(default_factory=list)
     timeline: list[TimelineEntry] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     store_root: str = "."

@@ -27,7 +27,7 @@ from vitrine import (
 from vitrine.bench.runner import run_benchmark
 from vitrine.gates import GateResult, decide
 from vitrine.progress import NodeStatus, SuiteNode, Timeline
-from vitrine.reports.model import BenchmarkSection, GateRow, SuiteReport
+from vitrine.reports.model import AnswerSample, BenchmarkSection, GateRow, SuiteReport
 from vitrine.reports.sections import benchmark_section
 from vitrine.store import RunStore
 from vitrine_shop.arms import (
@@ -220,6 +220,27 @@ def gate_rows(gates: Sequence[GateResult]) -> list[GateRow]:
     ]
 
 
+def answer_samples(runs: Sequence[RunResult]) -> list[AnswerSample]:
+    samples = []
+    for result in runs:
+        if result.repetition != 1:
+            continue
+        for case_id in result.case_ids:
+            response = result.responses.get(case_id) or {}
+            journal = response.get("tool_calls")
+            samples.append(
+                AnswerSample(
+                    benchmark=result.identity,
+                    arm_id=result.arm_id,
+                    case_id=case_id,
+                    repetition=result.repetition,
+                    answer_preview=response.get("answer_preview"),
+                    tool_calls=None if journal is None else len(journal),
+                )
+            )
+    return sorted(samples, key=lambda s: (s.case_id, s.arm_id))
+
+
 def build_report(run: SuiteRun, *, mode: str, root: Path) -> SuiteReport:
     return SuiteReport(
         suite="vitrine_shop",
@@ -233,6 +254,7 @@ def build_report(run: SuiteRun, *, mode: str, root: Path) -> SuiteReport:
         exit_reason=run.exit_reason,
         gates=gate_rows(run.gates),
         benchmarks=run.sections,
+        samples=answer_samples(run.canonical_runs),
         timeline=run.timeline.entries(),
         store_root=".",
     )

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from vitrine import ExitCode
 from vitrine.plans.base import PlanOutcome, PlanRequest
-from vitrine.store import RunStore
+from vitrine.redact import describe_exception
+from vitrine.store import RunStore, RunStoreError
 from vitrine_shop.evals.evidence import ShopUnderTest
 from vitrine_shop.evals.offline import SuiteRun, build_report, replace_catalogue, run_offline_suite
 from vitrine_shop.evals.self_test import self_test_failures
@@ -37,6 +38,18 @@ def _progress_sink(request: PlanRequest) -> Callable[[object], None] | None:
 
 
 async def run_mode(request: PlanRequest) -> PlanOutcome:
+    try:
+        return await _run_mode(request)
+    except (OSError, RunStoreError) as exc:
+        # Evidence that cannot be persisted is not evidence: an infrastructure failure, never
+        # a pass computed from runs nobody can recompute.
+        return PlanOutcome(
+            ExitCode.INFRASTRUCTURE,
+            [f"infrastructure failure: runs could not be persisted ({describe_exception(exc)})"],
+        )
+
+
+async def _run_mode(request: PlanRequest) -> PlanOutcome:
     if request.controls_only:
         return PlanOutcome(
             ExitCode.INVALID_ARGUMENTS,
@@ -102,6 +115,7 @@ def _finish(
     )
     if request.console:
         from rich.console import Console
+
         from vitrine.reports.console import render_console
 
         render_console(report, Console())
