@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Integral, Real
+from statistics import NormalDist
 from typing import Literal
 
 __all__ = [
@@ -129,6 +130,16 @@ def _open_unit(name: str, value: object) -> float:
     return as_float
 
 
+# Sample sizes up to which binomial tails at p = 1/2 are counted exactly.
+EXACT_LIMIT = 2000
+
+
+def _fair_coin_tail(k: int, n: int) -> float:
+    """P(X >= k) for X ~ Bin(n, 1/2), as an exact count of outcomes over 2**n."""
+    favourable = sum(math.comb(n, i) for i in range(k, n + 1))
+    return favourable / (1 << n)
+
+
 # --------------------------------------------------------------------------
 # Sign test and its floor
 # --------------------------------------------------------------------------
@@ -142,19 +153,23 @@ def sign_test_p(wins: int, losses: int) -> float:
     point: they carry no information about direction. With no non-tied
     pairs there is no evidence either way, so the p-value is 1.0.
 
-    The tail comes from scipy's binomial survival function, which evaluates
-    the regularised incomplete beta function rather than any normal
-    approximation; at the sample sizes used here an approximation would
-    misstate p by a wide margin.
+    Up to ``EXACT_LIMIT`` pairs the tail is an exact integer count of
+    outcomes over ``2**n`` (correctly rounded once, at the end); beyond it,
+    scipy's binomial survival function, which evaluates the regularised
+    incomplete beta function rather than any normal approximation. The
+    exact path is also what keeps scipy's import (over a second on a small
+    machine) off the offline suite's path.
     """
     w = _count("wins", wins)
     lo = _count("losses", losses)
     n = w + lo
     if n == 0:
         return 1.0
+    extreme = max(w, lo)
+    if n <= EXACT_LIMIT:
+        return min(1.0, 2.0 * _fair_coin_tail(extreme, n))
     from scipy.stats import binom
 
-    extreme = max(w, lo)
     # sf(k) is P(X > k), so sf(extreme - 1) is P(X >= extreme).
     tail = float(binom.sf(extreme - 1, n, 0.5))
     return min(1.0, 2.0 * tail)
@@ -218,6 +233,8 @@ def binomial_tail_p(successes: int, n: int, p: float) -> float:
         return 0.0
     if rate == 1.0:
         return 1.0
+    if rate == 0.5 and size <= EXACT_LIMIT:
+        return _fair_coin_tail(s, size)
     from scipy.stats import binom
 
     tail = float(binom.sf(s - 1, size, rate))
@@ -277,9 +294,9 @@ def clopper_pearson(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
 
 
 def _normal_quantile_two_sided(confidence: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.ppf(0.5 + confidence / 2.0))
+    # The standard library's inverse normal CDF (Wichura's AS241) is accurate
+    # to double precision, as scipy's is, without importing scipy.
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval | None:
