@@ -22,7 +22,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vitrine.stats
-import vitrine.stats as stats
 from vitrine.stats import (
     Interval,
     binomial_tail_p,
@@ -669,7 +668,7 @@ def test_sign_test_agrees_with_scipy(wins, losses):
 
     n = wins + losses
     expected = 1.0 if n == 0 else min(1.0, 2.0 * float(binom.sf(max(wins, losses) - 1, n, 0.5)))
-    assert stats.sign_test_p(wins, losses) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    assert vitrine.stats.sign_test_p(wins, losses) == pytest.approx(expected, rel=1e-9, abs=1e-300)
 
 
 @settings(max_examples=300, deadline=None)
@@ -679,7 +678,9 @@ def test_fair_coin_tail_agrees_with_scipy(args):
 
     successes, n = args
     expected = 1.0 if successes == 0 else float(binom.sf(successes - 1, n, 0.5))
-    assert stats.binomial_tail_p(successes, n, 0.5) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    assert vitrine.stats.binomial_tail_p(successes, n, 0.5) == pytest.approx(
+        expected, rel=1e-9, abs=1e-300
+    )
 
 
 @pytest.mark.parametrize("confidence", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
@@ -687,7 +688,7 @@ def test_wilson_z_agrees_with_scipy(confidence):
     from scipy.stats import norm
 
     z = float(norm.ppf(0.5 + confidence / 2.0))
-    interval = stats.wilson_interval(7, 10, confidence)
+    interval = vitrine.stats.wilson_interval(7, 10, confidence)
     assert interval is not None
     centre = 7 + z * z / 2
     spread = z * math.sqrt(7 * 3 / 10 + z * z / 4)
@@ -695,10 +696,10 @@ def test_wilson_z_agrees_with_scipy(confidence):
 
 
 def test_large_samples_use_scipy_and_agree_with_the_exact_count():
-    n = stats.EXACT_LIMIT + 1
+    n = vitrine.stats.EXACT_LIMIT + 1
     wins = n // 2 + 40
     exact = Fraction(sum(math.comb(n, i) for i in range(wins, n + 1)), 2**n)
-    assert stats.sign_test_p(wins, n - wins) == pytest.approx(float(2 * exact), rel=1e-9)
+    assert vitrine.stats.sign_test_p(wins, n - wins) == pytest.approx(float(2 * exact), rel=1e-9)
 
 
 def test_the_offline_statistics_never_import_scipy():
