@@ -95,19 +95,24 @@ class Observation:
     def not_applicable(
         cls, reason: str, *, evidence: Mapping[str, Any] | None = None, label: str = ""
     ) -> Observation:
-        return cls(
-            MeasurementState.NOT_APPLICABLE,
-            evidence=_EMPTY if evidence is None else evidence,
-            label=label,
-            reason=sanitize_text(reason),
-        )
+        return cls._absent(MeasurementState.NOT_APPLICABLE, reason, evidence, label)
 
     @classmethod
     def not_measured(
         cls, reason: str, *, evidence: Mapping[str, Any] | None = None, label: str = ""
     ) -> Observation:
+        return cls._absent(MeasurementState.NOT_MEASURED, reason, evidence, label)
+
+    @classmethod
+    def _absent(
+        cls,
+        state: MeasurementState,
+        reason: str,
+        evidence: Mapping[str, Any] | None,
+        label: str,
+    ) -> Observation:
         return cls(
-            MeasurementState.NOT_MEASURED,
+            state,
             evidence=_EMPTY if evidence is None else evidence,
             label=label,
             reason=sanitize_text(reason),
