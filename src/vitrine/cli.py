@@ -30,8 +30,16 @@ _INFRASTRUCTURE = 4
 _DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # duplicated from vitrine.suite: kept import-free
 _HINT = (
     f"usage: {PROG} --all | --eval-plan NAME [options]\n"
+    f"       {PROG} rag | redteam | serve ... (subcommands, each with its own --help)\n"
     f"       {PROG} --list-plans | --help | --version\n"
 )
+# Subcommands live in their own modules, imported only when named, each with a
+# ``main(argv) -> int``; a subcommand whose module is absent is refused, not guessed at.
+SUBCOMMANDS: dict[str, str] = {
+    "rag": "vitrine.rag.command",
+    "redteam": "vitrine.redteam.command",
+    "serve": "vitrine.service.command",
+}
 
 
 class _ArgumentError(Exception):
@@ -54,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "Nothing runs without a selection: --all runs the credential-free offline suite; "
-            "paid plans also need --confirm-paid."
+            "paid plans also need --confirm-paid. Subcommands: "
+            + ", ".join(f"{PROG} {name}" for name in SUBCOMMANDS)
+            + " (each with --help)."
         ),
         allow_abbrev=False,  # a truncated flag must not silently select a paid option
     )
@@ -131,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(_HINT)
         _error("nothing to run: choose --all (the offline suite) or --eval-plan NAME")
         return _INVALID_ARGUMENTS
+    if args[0] in SUBCOMMANDS:
+        return _subcommand(args[0], args[1:])
     parser = build_parser()
     try:
         namespace = parser.parse_args(args)
@@ -165,6 +177,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(str(exc))
         return _INVALID_ARGUMENTS
     return _dispatch(plan, request)
+
+
+def _subcommand(name: str, argv: list[str]) -> int:
+    import importlib
+
+    module_name = SUBCOMMANDS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            _error(f"the {name!r} subcommand is not part of this version of vitrine")
+            return _INVALID_ARGUMENTS
+        raise
+    code = module.main(argv)
+    return int(code)
 
 
 def _options(namespace: argparse.Namespace) -> PlanOptions:

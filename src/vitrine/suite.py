@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from vitrine.outcomes import ExitCode
 from vitrine.plans.base import Plan, PlanKind, UsageError
@@ -97,6 +98,9 @@ class Suite:
     scenarios: Mapping[str, ScenarioInfo]
     default_plan: str | None = None
     description: str = ""
+    # Named parts a subcommand may need (a RAG knowledge base, a red-team target, a service
+    # app), as "module:attr" import paths so that declaring them costs nothing at start-up.
+    components: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
@@ -147,6 +151,17 @@ class Suite:
     @property
     def scenario_ids(self) -> tuple[str, ...]:
         return tuple(self.scenarios)
+
+    def component(self, name: str) -> Any:
+        """Import and return the component ``name``; a suite without it is a usage error."""
+        spec = self.components.get(name)
+        if spec is None:
+            provided = ", ".join(self.components) or "none"
+            raise UsageError(
+                f"suite {self.name} provides no {name!r} component (it provides: {provided})"
+            )
+        module_name, _, attr = spec.partition(":")
+        return getattr(importlib.import_module(module_name), attr)
 
 
 class SuiteLoadError(UsageError):
