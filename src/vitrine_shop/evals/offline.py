@@ -9,10 +9,11 @@ and render every report from the stored runs. Only local deterministic providers
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from vitrine import (
     Arm,
@@ -25,9 +26,16 @@ from vitrine import (
     SubjectResponse,
 )
 from vitrine.bench.runner import run_benchmark
+from vitrine.controls import ControlResult
 from vitrine.gates import GateResult, decide
 from vitrine.progress import NodeStatus, SuiteNode, Timeline
-from vitrine.reports.model import AnswerSample, BenchmarkSection, GateRow, SuiteReport
+from vitrine.reports.model import (
+    AnswerSample,
+    BenchmarkSection,
+    ControlsSection,
+    GateRow,
+    SuiteReport,
+)
 from vitrine.reports.sections import benchmark_section
 from vitrine.store import RunStore
 from vitrine_shop.arms import (
@@ -44,7 +52,16 @@ from vitrine_shop.evals.evidence import (
 from vitrine_shop.evals.predicates import RECOMMENDATION_CHECK_KEYS
 from vitrine_shop.evals.production import PRODUCTION_CHECK_KEYS, production_checks
 
-__all__ = ["OFFLINE_NODES", "SuiteRun", "build_report", "replace_catalogue", "run_offline_suite"]
+__all__ = [
+    "OFFLINE_NODES",
+    "SuiteRun",
+    "build_report",
+    "controls_exit",
+    "replace_catalogue",
+    "run_canonical",
+    "run_controls",
+    "run_offline_suite",
+]
 
 REFERENCE_ARM = "scripted-agent"
 REPETITIONS = 2
@@ -92,6 +109,55 @@ class SuiteRun:
     timeline: Timeline
     started_at: str
     duration_s: float
+    controls: tuple[ControlResult, ...] = ()
+
+
+async def run_canonical(
+    store: RunStore, sink: Callable[[object], None] | None = None
+) -> tuple[list[RunResult], BenchmarkSection]:
+    """The canonical benchmark: every arm, every repetition, scored from the sealed runs."""
+    definition = canonical_definition()
+    runs: list[RunResult] = []
+    for arm in canonical_arms():
+        for repetition in range(1, REPETITIONS + 1):
+            runs.append(
+                await run_benchmark(
+                    definition, arm, repetition=repetition, store=store, on_event=sink
+                )
+            )
+    section = benchmark_section(
+        runs, role="canonical", store_root=store.root, reference_arm=REFERENCE_ARM
+    )
+    return runs, section
+
+
+async def run_controls(
+    store: RunStore,
+    runs: Sequence[RunResult],
+    canonical: BenchmarkSection,
+    evidence: Mapping[str, Any],
+) -> tuple[ControlResult, ...]:
+    """The 43 registered controls over this run's captured shipped state."""
+    # Imported here: the controls' count fixture reads the self-test, which reads this module.
+    from vitrine_shop.evals.controls import capture_shipped_state, run_shop_controls
+
+    state = await capture_shipped_state(
+        evidence=evidence, canonical_runs=tuple(runs), claims=canonical, store_root=store.root
+    )
+    return await run_shop_controls(state)
+
+
+def controls_exit(results: Sequence[ControlResult]) -> list[tuple[ExitCode, str]]:
+    """A control that was not caught is a measured failure of the suite (exit 1)."""
+    missed = [r.spec.id for r in results if not r.caught]
+    if not missed:
+        return []
+    return [
+        (
+            ExitCode.MEASURED_FAILURE,
+            f"{len(missed)} of {len(results)} registered controls not caught: {', '.join(missed)}",
+        )
+    ]
 
 
 async def run_offline_suite(
@@ -99,7 +165,10 @@ async def run_offline_suite(
     shop: ShopUnderTest | None = None,
     *,
     sink: Callable[[object], None] | None = None,
+    with_controls: bool = True,
 ) -> SuiteRun:
+    """The whole suite; ``with_controls=False`` for an ablated shop, whose healthy arms are red
+    by design, so its controls could prove nothing."""
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     timeline = Timeline(OFFLINE_NODES, sink)
@@ -107,22 +176,10 @@ async def run_offline_suite(
     try:
         for key in RECOMMENDATION_CHECK_KEYS:
             timeline.start(f"predicate:{key}")
-        definition = canonical_definition()
-        runs: list[RunResult] = []
-        for arm in canonical_arms():
-            for repetition in range(1, REPETITIONS + 1):
-                runs.append(
-                    await run_benchmark(
-                        definition, arm, repetition=repetition, store=store, on_event=sink
-                    )
-                )
+        timeline.start("persistence-score")
+        runs, canonical = await run_canonical(store, sink)
         for key in RECOMMENDATION_CHECK_KEYS:
             timeline.end(f"predicate:{key}", detail=f"{len(runs)} runs observed")
-
-        timeline.start("persistence-score")
-        canonical = benchmark_section(
-            runs, role="canonical", store_root=store.root, reference_arm=REFERENCE_ARM
-        )
         timeline.end("persistence-score", detail=f"{len(runs)} sealed runs scored")
 
         for key in PRODUCTION_CHECK_KEYS[:5]:
@@ -162,9 +219,24 @@ async def run_offline_suite(
                 NodeStatus.COMPLETED if gate.status == "PASS" else NodeStatus.FAILED,
                 gate.status,
             )
-        timeline.skip("controls", "registered controls are not part of this version")
+        controls: tuple[ControlResult, ...] = ()
+        if with_controls:
+            timeline.start("controls")
+            evidence = production.responses["shipped-shop"]["structured"]
+            controls = await run_controls(store, runs, canonical, evidence)
+            caught = sum(1 for r in controls if r.caught)
+            timeline.end(
+                "controls",
+                NodeStatus.COMPLETED if caught == len(controls) else NodeStatus.FAILED,
+                f"{caught}/{len(controls)} caught",
+            )
+        else:
+            timeline.skip("controls", f"not run against the {shop.label} shop")
         sections = [canonical, *_evidence_sections(evidence_runs, store.root)]
-        decision = decide(gates)
+        decision = decide(gates, controls_exit(controls))
+        reason = decision.reason
+        if controls and decision.exit_code is ExitCode.PASS:
+            reason += f"; {len(controls)}/{len(controls)} registered controls caught"
         timeline.start("terminal")
         timeline.end("terminal", detail=f"exit {int(decision.exit_code)}")
         return SuiteRun(
@@ -174,10 +246,11 @@ async def run_offline_suite(
             sections,
             gates,
             decision.exit_code,
-            decision.reason,
+            reason,
             timeline,
             started_at,
             time.perf_counter() - started,
+            controls,
         )
     finally:
         timeline.close()
@@ -254,10 +327,19 @@ def build_report(run: SuiteRun, *, mode: str, root: Path) -> SuiteReport:
         exit_reason=run.exit_reason,
         gates=gate_rows(run.gates),
         benchmarks=run.sections,
+        controls=_controls_section(run.controls),
         samples=answer_samples(run.canonical_runs),
         timeline=run.timeline.entries(),
         store_root=".",
     )
+
+
+def _controls_section(results: Sequence[ControlResult]) -> ControlsSection | None:
+    if not results:
+        return None
+    from vitrine_shop.evals.controls import controls_section
+
+    return controls_section(results)
 
 
 def replace_catalogue(shop: ShopUnderTest, sku: str | None = None) -> ShopUnderTest:

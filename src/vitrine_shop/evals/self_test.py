@@ -7,6 +7,8 @@ name; the plan exits 1 when the list is not empty.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from vitrine import Authority, RunResult
 from vitrine.store import load_run
 from vitrine_shop.evals.benchmarks import canonical_definition
@@ -14,30 +16,34 @@ from vitrine_shop.evals.offline import REFERENCE_ARM, REPETITIONS, SuiteRun
 from vitrine_shop.evals.predicates import RECOMMENDATION_CHECK_KEYS
 from vitrine_shop.evals.production import PRODUCTION_CHECK_KEYS
 
-__all__ = ["self_test_failures"]
+__all__ = ["canonical_count_failures", "self_test_failures"]
 
 EXPECTED_ARMS = 3
 EXPECTED_GATES = 5
 EXPECTED_DIAGNOSTICS = 1
 
 
-def _registration_failures(run: SuiteRun, label: str) -> list[str]:
+def canonical_count_failures(runs: Sequence[RunResult], label: str = "canonical") -> list[str]:
+    """Exact registration, run and observation counts; no value is read."""
     failures = []
     definition = canonical_definition()
     cases, checks = len(definition.cases), len(definition.checks)
     if (cases, checks) != (2, len(RECOMMENDATION_CHECK_KEYS)):
         failures.append(f"{label}: canonical benchmark registers {cases} cases x {checks} checks")
     expected_runs = EXPECTED_ARMS * REPETITIONS
-    if len(run.canonical_runs) != expected_runs:
-        failures.append(
-            f"{label}: {len(run.canonical_runs)} canonical runs, expected {expected_runs}"
-        )
-    for result in run.canonical_runs:
+    if len(runs) != expected_runs:
+        failures.append(f"{label}: {len(runs)} canonical runs, expected {expected_runs}")
+    for result in runs:
         if len(result.rows) != cases * checks:
             failures.append(
                 f"{label}: run {result.run_id} holds {len(result.rows)} observations, "
                 f"expected {cases * checks}"
             )
+    return failures
+
+
+def _registration_failures(run: SuiteRun, label: str) -> list[str]:
+    failures = canonical_count_failures(run.canonical_runs, label)
     gates = sum(1 for g in run.gates if g.authority is Authority.GATE)
     diagnostics = sum(1 for g in run.gates if g.authority is Authority.DIAGNOSTIC)
     if (gates, diagnostics) != (EXPECTED_GATES, EXPECTED_DIAGNOSTICS):
