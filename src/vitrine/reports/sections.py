@@ -36,12 +36,15 @@ def benchmark_section(
     store_root: Path,
     reference_arm: str | None = None,
     collapse: RepCollapse = RepCollapse.ALL,
+    pass_at: float = 1.0,
 ) -> BenchmarkSection:
+    """``pass_at`` is the bar a collapsed repetition must reach (a quality threshold below 1.0
+    lets a 0.75 pass); it must agree with the checks' own pass rule."""
     score = BenchmarkScore.of(runs)
     checks: list[CheckFacts] = []
     for arm in score.arms:
         for key in score.check_keys:
-            cs = score.check_score(arm, key, collapse)
+            cs = score.check_score(arm, key, collapse, pass_at)
             try:
                 fc = cs.floor_comparison
                 floor_p, min_p, underpowered = fc.p_value, fc.min_attainable_p, fc.underpowered
@@ -73,7 +76,7 @@ def benchmark_section(
             )
     comparisons: list[ComparisonFacts] = []
     if reference_arm is not None and len(score.arms) > 1:
-        for c in score.against_reference(reference_arm, collapse):
+        for c in score.against_reference(reference_arm, collapse, pass_at):
             comparisons.append(
                 ComparisonFacts(
                     check_key=c.check_key,
