@@ -1,0 +1,407 @@
+"""A :class:`~vitrine.providers.base.ChatModel` over any OpenAI-compatible endpoint.
+
+:class:`OpenAICompatibleModel` speaks through the official ``openai`` SDK: ``AsyncOpenAI`` for
+OpenAI and for OpenAI-compatible servers (vLLM, Ollama, a llama.cpp server, a gateway), and
+``AsyncAzureOpenAI`` for Azure OpenAI deployments. The SDK is imported on first use, so merely
+importing this module (or running ``vitrine --help``) does not pay for it.
+
+What this layer adds to the SDK:
+
+- **Its own retries.** The SDK's retries are disabled (``max_retries=0``); every call goes
+  through :func:`vitrine.providers.retry.call_with_retry`, so each attempt is recorded and a
+  throttled-then-recovered call is visible as such.
+- **Typed, sanitized failures.** Every SDK exception becomes a
+  :class:`~vitrine.providers.base.ProviderError` whose detail holds only the HTTP status, the
+  SDK's exception class and, from a fixed allow-list, the provider's error code. The provider's
+  own message, the URL and the key never enter it, and the SDK exception is not chained, so not
+  even a traceback carries the raw error body.
+- **Scrubbed SDK logs.** The SDK and its HTTP client log request URLs at INFO/DEBUG; a filter on
+  those loggers passes each line through :func:`vitrine.redact.sanitize_text`.
+- **Honest usage.** Token counts come from the response; a cost is recorded only when the
+  provider reports one in ``usage`` (some gateways do), never estimated.
+
+Provenance is whatever the configuration says: a remote endpoint is PAID, and so is a base URL
+that points at a server on this machine unless the operator declares it free (see
+:mod:`vitrine.providers.config`), because vitrine cannot tell from a URL who pays for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from vitrine.bench.response import TokenUsage
+from vitrine.providers.base import (
+    ChatCompletion,
+    ChatRequest,
+    Provenance,
+    ProviderError,
+    ProviderFailure,
+    ToolCallRequest,
+)
+from vitrine.providers.retry import AttemptSink, RetryAfterError, RetryPolicy, call_with_retry
+from vitrine.redact import register_secret, sanitize_text
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAICompatibleModel", "TokenLimitParameter"]
+
+TokenLimitParameter = Literal["max_tokens", "max_completion_tokens"]
+
+# Provider error codes that are safe and useful to keep: fixed identifiers, never free text.
+_SAFE_ERROR_CODES = frozenset(
+    {
+        "content_filter",
+        "context_length_exceeded",
+        "rate_limit_exceeded",
+        "insufficient_quota",
+        "invalid_api_key",
+        "model_not_found",
+        "DeploymentNotFound",
+        "invalid_request_error",
+        "server_error",
+        "timeout",
+    }
+)
+_LOGGER_PREFIXES = ("openai", "httpx", "httpcore")
+# The SDK's own timeout covers each network phase separately; a server that trickles bytes can
+# keep a request alive far longer. This outer deadline bounds the whole request.
+_DEADLINE_GRACE_S = 1.0
+
+
+class OpenAICompatibleModel:
+    """One model (or Azure deployment) behind an OpenAI-compatible chat-completions endpoint.
+
+    Give ``azure_endpoint`` (and ``api_version``) for Azure OpenAI, where ``model`` is the
+    deployment name; otherwise ``base_url`` (None for api.openai.com). ``max_output_tokens``
+    caps every request's own ``max_output_tokens``; ``token_limit_parameter`` names the field
+    that carries it (current OpenAI models take ``max_completion_tokens``; many compatible
+    servers only know ``max_tokens``). ``timeout_s`` bounds each attempt; ``retry`` governs
+    the attempts; ``on_attempt`` hears about each one.
+
+    One instance may serve many concurrent trials: the SDK client is created per event loop
+    and its connection pool is shared by all calls on that loop.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        azure_endpoint: str | None = None,
+        api_version: str | None = None,
+        provenance: Provenance = Provenance.PAID,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        max_output_tokens: int | None = None,
+        token_limit_parameter: TokenLimitParameter = "max_completion_tokens",
+        on_attempt: AttemptSink | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("an OpenAI-compatible model needs a model or deployment name")
+        if azure_endpoint is not None and base_url is not None:
+            raise ValueError("give either base_url (OpenAI-compatible) or azure_endpoint (Azure)")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        if max_output_tokens is not None and max_output_tokens < 1:
+            raise ValueError(f"max_output_tokens must be at least 1, got {max_output_tokens}")
+        for secret in (api_key, base_url, azure_endpoint, *_hosts(base_url, azure_endpoint)):
+            register_secret(secret)
+        self._model = model
+        self._api_key = api_key
+        self._base_url = base_url
+        self._azure_endpoint = azure_endpoint
+        self._api_version = api_version
+        self._provenance = provenance
+        self._timeout_s = timeout_s
+        self._retry = retry or RetryPolicy()
+        self._ceiling = max_output_tokens
+        self._token_parameter = token_limit_parameter
+        self._on_attempt = on_attempt
+        self._lock = threading.Lock()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        # The key and the endpoint stay out of every repr, log line and traceback local.
+        return f"OpenAICompatibleModel({self.model_id!r}, provenance={self._provenance.value!r})"
+
+    @property
+    def model_id(self) -> str:
+        kind = "azure" if self._azure_endpoint is not None else "openai"
+        return f"{kind}:{self._model}"
+
+    @property
+    def provenance(self) -> Provenance:
+        return self._provenance
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        return self._ceiling
+
+    async def complete(self, request: ChatRequest) -> ChatCompletion:
+        arguments = self._arguments(request)
+        return await call_with_retry(
+            lambda: self._attempt(arguments),
+            self._retry,
+            model_id=self.model_id,
+            purpose=request.purpose,
+            on_attempt=self._on_attempt,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections opened on the running event loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.pop(loop, None)
+        if client is not None:
+            await client.close()
+
+    # -- one attempt -------------------------------------------------------------------------
+
+    async def _attempt(self, arguments: Mapping[str, Any]) -> ChatCompletion:
+        client = self._client()
+        mapped: ProviderError | None = None
+        try:
+            async with asyncio.timeout(self._timeout_s + _DEADLINE_GRACE_S):
+                response = await client.chat.completions.create(
+                    **arguments, timeout=self._timeout_s
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            mapped = _map_error(exc)
+        if mapped is not None:
+            # Raised here, outside the except block, so the SDK exception (with its URL and
+            # raw provider message) is not attached as __context__.
+            raise mapped
+        return _completion(response)
+
+    def _client(self) -> AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._new_client()
+                self._clients[loop] = client
+            return client
+
+    def _new_client(self) -> AsyncOpenAI:
+        import openai
+
+        client: AsyncOpenAI
+        if self._azure_endpoint is not None:
+            client = openai.AsyncAzureOpenAI(
+                azure_endpoint=self._azure_endpoint,
+                api_key=self._api_key,
+                api_version=self._api_version,
+                max_retries=0,
+                timeout=self._timeout_s,
+            )
+        else:
+            client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self._base_url,
+                max_retries=0,
+                timeout=self._timeout_s,
+            )
+        # After the client exists: its HTTP stack creates some of its loggers on import.
+        _scrub_sdk_logs()
+        return client
+
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        limit = request.max_output_tokens
+        if self._ceiling is not None:
+            limit = min(limit, self._ceiling)
+        arguments: dict[str, Any] = {
+            "model": self._model,
+            "messages": [message.to_openai() for message in request.messages],
+            self._token_parameter: limit,
+        }
+        if request.tools:
+            arguments["tools"] = [tool.to_openai() for tool in request.tools]
+        if request.response_format is not None:
+            response_format = request.response_format.to_openai()
+            schema = response_format["json_schema"]["schema"]
+            # Strict mode rejects a schema with optional properties or open objects outright
+            # (HTTP 400); such a schema is still sent, as guidance, without the strict flag.
+            response_format["json_schema"]["strict"] = _strict_ready(schema)
+            arguments["response_format"] = response_format
+        if request.temperature is not None:
+            arguments["temperature"] = request.temperature
+        return arguments
+
+
+# -- responses --------------------------------------------------------------------------------
+
+
+def _completion(response: Any) -> ChatCompletion:
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list):
+        raise ProviderError(ProviderFailure.BAD_RESPONSE, "the response is not a chat completion")
+    if not choices:
+        raise ProviderError(ProviderFailure.BAD_RESPONSE, "the response has no choices")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise ProviderError(ProviderFailure.BAD_RESPONSE, "the first choice has no message")
+    calls = tuple(
+        ToolCallRequest(
+            str(getattr(call, "id", "") or f"call-{index}"),
+            str(call.function.name),
+            # Passed through as text even when it is not JSON: the caller decides what a
+            # malformed call means (the agent answers it with an error the model can read).
+            str(call.function.arguments or ""),
+        )
+        for index, call in enumerate(getattr(message, "tool_calls", None) or ())
+        if getattr(call, "function", None) is not None
+    )
+    content = getattr(message, "content", None)
+    if content is None and not calls:
+        why = "the model refused" if getattr(message, "refusal", None) else "no content"
+        raise ProviderError(
+            ProviderFailure.BAD_RESPONSE, f"{why} and no tool calls in the response"
+        )
+    return ChatCompletion(
+        content=content if isinstance(content, str) else None,
+        tool_calls=calls,
+        usage=_usage(getattr(response, "usage", None)),
+        finish_reason=str(getattr(choice, "finish_reason", None) or "stop"),
+        model=str(getattr(response, "model", "") or ""),
+    )
+
+
+def _usage(usage: Any) -> TokenUsage | None:
+    if usage is None:
+        return None
+    cost = getattr(usage, "cost", None)
+    if cost is None and isinstance(getattr(usage, "model_extra", None), dict):
+        cost = usage.model_extra.get("cost")
+    reported = (
+        float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and math.isfinite(cost)
+        else None
+    )
+    return TokenUsage(
+        int(getattr(usage, "prompt_tokens", 0) or 0),
+        int(getattr(usage, "completion_tokens", 0) or 0),
+        reported,
+    )
+
+
+def _strict_ready(schema: Any) -> bool:
+    """Whether OpenAI's strict structured-output mode accepts ``schema`` as it is."""
+    if isinstance(schema, list):
+        return all(_strict_ready(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    properties = schema.get("properties")
+    if schema.get("type") == "object" or isinstance(properties, dict):
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(properties or {}) != set(schema.get("required") or ()):
+            return False
+    return all(_strict_ready(value) for value in schema.values())
+
+
+# -- failures ---------------------------------------------------------------------------------
+
+
+def _map_error(exc: Exception) -> ProviderError:
+    """The typed, sanitized account of an SDK exception. Never reads the exception's message."""
+    import openai
+
+    name = type(exc).__name__
+    if isinstance(exc, TimeoutError | openai.APITimeoutError):
+        return ProviderError(ProviderFailure.TIMEOUT, f"no response within the timeout ({name})")
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderError(ProviderFailure.UNAVAILABLE, f"could not reach the endpoint ({name})")
+    if isinstance(exc, openai.APIStatusError):
+        status = int(exc.status_code)
+        detail = f"HTTP {status} ({name}{_safe_code(exc)})"
+        failure = _failure_for_status(status)
+        advice = _retry_after_s(exc)
+        if advice is not None and failure.retryable:
+            return RetryAfterError(failure, detail, retry_after_s=advice)
+        return ProviderError(failure, detail)
+    if isinstance(exc, openai.APIResponseValidationError):
+        return ProviderError(ProviderFailure.BAD_RESPONSE, f"malformed response body ({name})")
+    # Anything else from inside the SDK (a body it could not decode, say) is still a failure of
+    # the provider call, not of the caller; it stays typed so one trial cannot crash a run.
+    return ProviderError(ProviderFailure.BAD_RESPONSE, f"unexpected SDK failure ({name})")
+
+
+def _failure_for_status(status: int) -> ProviderFailure:
+    if status == 429:
+        return ProviderFailure.RATE_LIMITED
+    if status in (401, 403):
+        return ProviderFailure.AUTHENTICATION
+    if status == 408:
+        return ProviderFailure.TIMEOUT
+    if status >= 500:
+        return ProviderFailure.SERVER_ERROR
+    return ProviderFailure.BAD_REQUEST
+
+
+def _safe_code(exc: Any) -> str:
+    code = getattr(exc, "code", None)
+    return f", code {code}" if isinstance(code, str) and code in _SAFE_ERROR_CODES else ""
+
+
+def _retry_after_s(exc: Any) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(header)
+        try:
+            seconds = float(value) * scale if value is not None else None
+        except ValueError:
+            continue  # an HTTP date: rare for model APIs, and the backoff covers it
+        if seconds is not None and math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def _hosts(*urls: str | None) -> list[str]:
+    found: list[str] = []
+    for url in urls:
+        if url:
+            parts = urlsplit(url)
+            found.extend(value for value in (parts.netloc, parts.hostname) if value)
+    return found
+
+
+class _ScrubFilter(logging.Filter):
+    """Rewrites a log record's message through ``sanitize_text`` before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = sanitize_text(record.getMessage(), limit=2000)
+        record.args = None
+        return True
+
+
+_SCRUB = _ScrubFilter()
+
+
+def _scrub_sdk_logs() -> None:
+    # Filters on a logger apply only to records created on that very logger, not to those of
+    # its children, so every existing logger of the SDK and its HTTP stack gets one.
+    names = [
+        name
+        for name in list(logging.Logger.manager.loggerDict)
+        if name.split(".")[0].startswith(_LOGGER_PREFIXES)
+    ]
+    for name in {*names, *_LOGGER_PREFIXES}:
+        logger = logging.getLogger(name)
+        if _SCRUB not in logger.filters:
+            logger.addFilter(_SCRUB)

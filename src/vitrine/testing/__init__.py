@@ -1,0 +1,19 @@
+"""Public helpers for testing model providers and subjects without a real model service.
+
+:class:`FakeOpenAIServer` is a real HTTP server on 127.0.0.1 that speaks the OpenAI
+chat-completions protocol (and the Azure OpenAI path shape) and replies exactly as a test
+scripts it: text, tool calls, structured JSON, errors, latency, dropped connections. Point any
+OpenAI-compatible client at ``server.base_url`` and assert on ``server.requests``.
+"""
+
+from __future__ import annotations
+
+from vitrine.testing.openai_server import (
+    FakeOpenAIServer,
+    FakeReply,
+    FakeRequest,
+    FakeToolCall,
+    Script,
+)
+
+__all__ = ["FakeOpenAIServer", "FakeReply", "FakeRequest", "FakeToolCall", "Script"]
