@@ -30,7 +30,6 @@ SCENARIO_IDS: tuple[str, ...] = (
     "luca-safe-abstention",
 )
 
-_LIVE_NOT_BUILT = "the live lane is not built yet in this version"
 _SAFETY_NOT_BUILT = "the safety probes are not built yet in this version"
 
 _CANONICAL_FIXED = "the canonical benchmark is fixed: two cases, two repetitions"
@@ -51,15 +50,30 @@ _SAFETY_WORKLOAD = (
 
 
 def _live(name: str, description: str, repetitions: RepetitionRule) -> FunctionPlan:
+    async def run(request: PlanRequest) -> PlanOutcome:
+        # Imported on use: the live lane loads the subject, the judge and a provider.
+        from vitrine_shop.evals.live import plans
+
+        return await getattr(plans, _LIVE_FUNCTIONS[name])(request)  # type: ignore[no-any-return]
+
     return FunctionPlan(
         name=name,
         kind=PlanKind.LIVE,
         description=description,
+        fn=run,
         repetitions=repetitions,
         accepts_scenario=True,
         paid=True,
-        unavailable_reason=_LIVE_NOT_BUILT,
     )
+
+
+_LIVE_FUNCTIONS = {
+    "eval01-agent": "eval01_agent",
+    "eval02-workflow": "eval02_workflow",
+    "eval03-compare": "eval03_compare",
+    "eval04-stochastic-agent": "eval04_stochastic_agent",
+    "eval05-stochastic-workflow": "eval05_stochastic_workflow",
+}
 
 
 async def _run_offline(request: PlanRequest) -> PlanOutcome:

@@ -1,0 +1,556 @@
+"""One live session: guard, preview, readiness, runs, scoring, verdict and receipt.
+
+Order matters and is the contract: the paid guard and the workload preview come before
+anything is called; readiness is checked before the first subject call, and an unready
+provider ends the session with an infrastructure receipt (exit 4) and no substitute result;
+each arm x repetition is one standard runner call into one run directory; the receipt is
+built from the sealed runs and written last, whatever happened before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vitrine import ChatModel, ExitCode, PlanOutcome, PlanRequest, RunResult, UsageError
+from vitrine.bench.runner import run_benchmark
+from vitrine.bench.score import BenchmarkScore, RepCollapse
+from vitrine.gates import decide
+from vitrine.judge.llm import DEFAULT_JUDGE_MAX_OUTPUT_TOKENS, LLMJudge
+from vitrine.plans.workload import WorkloadPreview, require_paid_confirmation
+from vitrine.progress import NodeStatus, SuiteNode, Timeline
+from vitrine.redact import sanitize_text
+from vitrine.reports.sections import benchmark_section
+from vitrine.stats import wilson_interval
+from vitrine.store import RunStore
+from vitrine.store.receipts import ReceiptStore, new_session_id
+from vitrine_shop.evals.live.definition import LiveBindings, live_definition, resolve_threshold
+from vitrine_shop.evals.live.facts import TrialFacts, personas_of, trial_facts, trial_receipt
+
+if TYPE_CHECKING:
+    from vitrine.providers.config import ProviderConfig
+
+from vitrine_shop.evals.live.subjects import (
+    AGENT_ARM,
+    WORKFLOW_ARM,
+    AgentBudget,
+    live_agent_arm,
+    live_workflow_arm,
+)
+
+__all__ = [
+    "SUBJECT_MAX_OUTPUT_TOKENS",
+    "WHOLE_TRIAL_FLOOR",
+    "LiveModels",
+    "LiveOptions",
+    "LivePlanSpec",
+    "run_live_plan",
+]
+
+SUBJECT_MAX_OUTPUT_TOKENS = 4000
+WHOLE_TRIAL_FLOOR = 0.50
+LIVE_DIR = "live"
+_ARCH_ARMS = {"agent": AGENT_ARM, "workflow": WORKFLOW_ARM}
+
+
+@dataclass(frozen=True, slots=True)
+class LivePlanSpec:
+    """Which architectures a plan runs, and which statistics decide it."""
+
+    name: str
+    architectures: tuple[str, ...]
+    stochastic: bool = False
+    compare: bool = False
+
+    @property
+    def arm_ids(self) -> tuple[str, ...]:
+        return tuple(_ARCH_ARMS[a] for a in self.architectures)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveModels:
+    """The subject and judge models of a ready provider, and what may be said about them."""
+
+    subject: ChatModel
+    judge: ChatModel
+    description: Mapping[str, Any]
+    readiness: Mapping[str, Any]
+    paid: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LiveOptions:
+    quality_threshold: float | None = None  # None: $VITRINE_QUALITY_THRESHOLD, else 1.00
+    judge_max_output_tokens: int = DEFAULT_JUDGE_MAX_OUTPUT_TOKENS
+    subject_max_output_tokens: int = SUBJECT_MAX_OUTPUT_TOKENS
+    concurrency: int | None = None  # None: 1 on a local model, 4 on a remote one
+    trial_timeout_s: float | None = None
+    check_timeout_s: float | None = None
+    agent_budget: AgentBudget | None = None
+    environ: Mapping[str, str] | None = None
+    models: LiveModels | None = None  # injected models skip provider configuration
+
+
+@dataclass
+class _Session:
+    spec: LivePlanSpec
+    request: PlanRequest
+    session_id: str
+    root: Path
+    started_at: str
+    started: float
+    threshold: float
+    preview: WorkloadPreview
+    timeline: Timeline
+    document: dict[str, Any] = field(default_factory=dict)
+
+
+async def run_live_plan(
+    spec: LivePlanSpec, request: PlanRequest, options: LiveOptions | None = None
+) -> PlanOutcome:
+    options = options or LiveOptions()
+    environ = options.environ if options.environ is not None else os.environ
+    # Defence in depth: the command line refuses an unconfirmed paid run, and so does the
+    # plan itself, before it reads any configuration.
+    require_paid_confirmation(request, paid=request.provider != "local")
+    threshold = resolve_threshold(options.quality_threshold, environ)
+    scenarios = request.scenarios
+    if not scenarios:
+        raise UsageError(f"{spec.name} needs at least one scenario")
+    config = None if options.models is not None else _read_config(request, environ)
+    ceilings = (
+        (options.subject_max_output_tokens, options.judge_max_output_tokens)
+        if config is None
+        else (config.subject_max_output_tokens, config.judge_max_output_tokens)
+    )
+    preview = WorkloadPreview(
+        spec.name,
+        scenarios,
+        spec.arm_ids,
+        request.repetitions,
+        subject_max_output_tokens=ceilings[0],
+        judge_max_output_tokens=ceilings[1],
+        paid=request.provider != "local",
+    )
+    sink = _sink(request)
+    nodes = [
+        SuiteNode("session", "terminal", "live session"),
+        SuiteNode("readiness", "gate", "provider readiness"),
+        *(
+            SuiteNode(f"run:{arm}:{rep}", "predicate", f"{arm} repetition {rep}")
+            for arm in spec.arm_ids
+            for rep in range(1, request.repetitions + 1)
+        ),
+        SuiteNode("scoring", "persistence", "scoring"),
+        SuiteNode("persisting", "persistence", "session receipt"),
+    ]
+    session = _Session(
+        spec,
+        request,
+        new_session_id(),
+        request.output_root() / LIVE_DIR,
+        _now(),
+        time.perf_counter(),
+        threshold,
+        preview,
+        Timeline(nodes, sink),
+    )
+    session.document = {
+        "plan": spec.name,
+        "quality_threshold": threshold,
+        "workload": preview.to_dict(),
+        "scenarios": list(scenarios),
+        "repetitions": request.repetitions,
+    }
+    if request.console:
+        for line in preview.lines():
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    session.timeline.start("session")
+    try:
+        return await _execute(session, options, config, sink)
+    except asyncio.CancelledError:
+        _persist(session, ExitCode.INFRASTRUCTURE, "cancelled: the session is incomplete")
+        raise
+    except UsageError:
+        raise
+    except Exception as exc:
+        # The category only: the message of an unexpected error may carry provider text.
+        return _persist(
+            session,
+            ExitCode.INFRASTRUCTURE,
+            f"the session failed unexpectedly ({type(exc).__name__}); it is incomplete",
+        )
+    finally:
+        session.timeline.close("the session ended before this step")
+
+
+async def _execute(
+    session: _Session,
+    options: LiveOptions,
+    config: ProviderConfig | None,
+    sink: Callable[[object], None] | None,
+) -> PlanOutcome:
+    timeline = session.timeline
+    timeline.start("readiness")
+    models = options.models
+    if models is None:
+        if config is None:
+            raise RuntimeError("neither models nor a provider configuration were given")
+        models, problem = _models(config)
+        if models is None:
+            timeline.end("readiness", NodeStatus.FAILED, problem["reason"])
+            session.document["readiness"] = problem
+            return _persist(
+                session,
+                ExitCode.INFRASTRUCTURE,
+                f"provider not ready: {problem['reason']}; no subject or judge call was made",
+            )
+    if models.paid and not session.request.confirm_paid:
+        raise UsageError(f"{session.spec.name} resolved to a paid provider without confirmation")
+    timeline.end("readiness", detail="ready")
+    session.document["readiness"] = dict(models.readiness)
+    session.document["provider"] = _provider_facts(models.description)
+    session.document["judge_relation"] = _judge_relation(models.description)
+
+    judge_ceiling = session.preview.judge_max_output_tokens
+    judge = LLMJudge(models.judge, max_output_tokens=judge_ceiling)
+    definition = live_definition(
+        session.request.scenarios,
+        judge,
+        LiveBindings(session.threshold, models.judge.model_id, judge_ceiling),
+    )
+    session.document["definition"] = {
+        "identity": definition.identity,
+        "content_hash": definition.content_hash,
+        "cases": [c.id for c in definition.cases],
+        "checks": [c.identity() for c in definition.checks],
+        "bindings": dict(definition.bindings),
+    }
+    local = models.subject.provenance.value == "local"
+    store = RunStore(session.root)
+    arms = {
+        AGENT_ARM: live_agent_arm(models.subject, budget=options.agent_budget),
+        WORKFLOW_ARM: live_workflow_arm(models.subject),
+    }
+    runs: list[RunResult] = []
+    for arm_id in session.spec.arm_ids:
+        for repetition in range(1, session.request.repetitions + 1):
+            node = f"run:{arm_id}:{repetition}"
+            timeline.start(node)
+            run = await run_benchmark(
+                definition,
+                arms[arm_id],
+                repetition=repetition,
+                store=store,
+                on_event=sink,
+                concurrency=options.concurrency or (1 if local else 4),
+                trial_timeout_s=options.trial_timeout_s or (1800.0 if local else 600.0),
+                check_timeout_s=options.check_timeout_s or (900.0 if local else 300.0),
+            )
+            runs.append(run)
+            timeline.end(node, detail=f"{run.verdict.value}: {run.census.describe()}")
+
+    timeline.start("scoring")
+    section = benchmark_section(
+        runs, role="live use cases", store_root=session.root, pass_at=session.threshold
+    )
+    run_dirs = {ref.run_id: ref.run_dir for ref in section.runs}
+    personas = personas_of(definition.cases)
+    trials = [(run, facts) for run in runs for facts in trial_facts(run, personas)]
+    session.document["trials"] = [
+        trial_receipt(run, facts, run_dirs[run.run_id]) for run, facts in trials
+    ]
+    session.document["runs"] = [r.model_dump() for r in section.runs]
+    session.document["check_facts"] = [c.model_dump() for c in section.checks]
+    if session.spec.compare:
+        session.document["comparisons"] = _comparisons(runs, session.threshold)
+    facts_only = [facts for _, facts in trials]
+    whole = _whole_trial(facts_only) if session.spec.stochastic else None
+    if whole is not None:
+        session.document["whole_trial"] = whole
+    session.document["usage"] = _usage_totals(session.document["trials"])
+    code, reason = _verdict(facts_only, whole)
+    timeline.end("scoring", detail=f"exit {int(code)}")
+    return _persist(session, code, reason, runs=runs)
+
+
+def _read_config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderConfig:
+    """The provider configuration; reading it calls nothing and never needs the network.
+
+    Without ``--provider`` the paid lane is OpenAI, or Azure OpenAI when its endpoint is
+    configured: the choice is between two paid services, never between paid and offline.
+    """
+    from vitrine.providers.config import ProviderConfig
+
+    provider = request.provider
+    if provider is None:
+        provider = "azure" if environ.get("AZURE_OPENAI_ENDPOINT", "").strip() else "openai"
+    return ProviderConfig.from_env(
+        provider, model=request.model, local_model=request.local_model, environ=environ
+    )
+
+
+def _models(config: ProviderConfig) -> tuple[LiveModels | None, dict[str, Any]]:
+    """Readiness (no network call), then the subject and judge models; None with why if unready."""
+    from vitrine.providers.config import create_chat_model, readiness
+
+    ready = readiness(config)
+    facts: dict[str, Any] = {
+        "ready": ready.ready,
+        "reason": ready.reason,
+        "paid": ready.paid,
+        "provenance": ready.provenance.value,
+        "missing": list(ready.missing),
+    }
+    if not ready.ready:
+        return None, facts
+    try:
+        subject = create_chat_model(config, role="subject")
+        judge = create_chat_model(config, role="judge")
+    except Exception as exc:
+        # The category only: a setup error's text may echo a configured value.
+        return None, {
+            **facts,
+            "ready": False,
+            "reason": f"model setup failed ({type(exc).__name__})",
+        }
+    return LiveModels(subject, judge, config.describe(), facts, ready.paid), facts
+
+
+_PROVIDER_KEYS = ("provider", "model", "subject_model", "judge_model", "provenance")
+
+
+def _provider_facts(description: Mapping[str, Any]) -> dict[str, Any]:
+    # Allow-listed: a description may grow fields (an endpoint, say) that a receipt must not hold.
+    out: dict[str, Any] = {}
+    for key in (*_PROVIDER_KEYS, "judge_shares_subject", "paid", "model_sha256"):
+        value = description.get(key)
+        if isinstance(value, str | bool | int | float):
+            out[key] = value
+    return out
+
+
+def _judge_relation(description: Mapping[str, Any]) -> str:
+    shares = description.get("judge_shares_subject")
+    if shares is True:
+        return "the judge shares the subject model (no separate judge model is configured)"
+    if shares is False:
+        return "the judge uses a separately configured model"
+    return "unknown"
+
+
+def _comparisons(runs: Sequence[RunResult], threshold: float) -> list[dict[str, Any]]:
+    score = BenchmarkScore.of(runs)
+    keep = (
+        "check",
+        "reference_arm",
+        "challenger_arm",
+        "collapse",
+        "pass_at",
+        "cases",
+        "total_repetitions",
+        "mean_repetitions_per_case",
+        "wins",
+        "losses",
+        "ties",
+        "excluded_pairs",
+        "exclusion_reasons",
+        "effective_n",
+        "p_value",
+        "min_attainable_p",
+        "mean_delta",
+        "census",
+        "underpowered_by_construction",
+        "undecidable",
+    )
+    out = []
+    for comparison in score.against_reference(AGENT_ARM, RepCollapse.ALL, threshold):
+        data = comparison.to_dict()
+        out.append({key: data[key] for key in keep})
+    return out
+
+
+def _whole_trial(trials: Sequence[TrialFacts]) -> list[dict[str, Any]]:
+    """Per (arm, scenario): successes, measured denominator, Wilson 95%, floor and decision."""
+    groups: dict[tuple[str, str], list[TrialFacts]] = {}
+    for trial in trials:
+        groups.setdefault((trial.arm, trial.scenario), []).append(trial)
+    out = []
+    for (arm, scenario), group in groups.items():
+        measured = [t for t in group if t.measured]
+        successes = sum(1 for t in measured if t.whole_trial_success)
+        interval = wilson_interval(successes, len(measured))
+        if len(measured) < len(group):
+            decision = "not_measured" if not measured else "incomplete"
+        elif interval is not None and interval.lower >= WHOLE_TRIAL_FLOOR:
+            decision = "pass"
+        else:
+            decision = "fail"
+        out.append(
+            {
+                "arm": arm,
+                "architecture": group[0].architecture,
+                "scenario": scenario,
+                "persona": group[0].persona,
+                "trials": len(group),
+                "successes": successes,
+                "measured": len(measured),
+                # A zero denominator has no estimate and no bounds.
+                "estimate": successes / len(measured) if measured else None,
+                "wilson_95": None
+                if interval is None
+                else {"lower": interval.lower, "upper": interval.upper},
+                "floor": WHOLE_TRIAL_FLOOR,
+                "decision": decision,
+            }
+        )
+    return out
+
+
+def _verdict(
+    trials: Sequence[TrialFacts], whole: Sequence[Mapping[str, Any]] | None
+) -> tuple[ExitCode, str]:
+    measured = [t for t in trials if t.measured]
+    causes: list[tuple[ExitCode, str]] = []
+    if not measured:
+        causes.append(
+            (ExitCode.NOT_MEASURED, f"none of {len(trials)} trials was measured: no estimate")
+        )
+    elif len(measured) < len(trials):
+        missing = sorted({f"{t.arm}/{t.scenario}" for t in trials if not t.measured})
+        causes.append(
+            (
+                ExitCode.INFRASTRUCTURE,
+                f"incomplete session: {len(measured)} of {len(trials)} trials measured "
+                f"(missing: {', '.join(missing)})",
+            )
+        )
+    elif whole is not None:
+        failed = [f"{w['arm']}/{w['scenario']}" for w in whole if w["decision"] != "pass"]
+        if failed:
+            causes.append(
+                (
+                    ExitCode.MEASURED_FAILURE,
+                    f"Wilson 95% lower bound below {WHOLE_TRIAL_FLOOR:.2f} for {', '.join(failed)}",
+                )
+            )
+    else:
+        failed = sorted(
+            {
+                f"{t.arm}/{t.scenario}: {', '.join(_failed_checks(t))}"
+                for t in measured
+                if not t.passed
+            }
+        )
+        if failed:
+            causes.append((ExitCode.MEASURED_FAILURE, "measured failure in " + "; ".join(failed)))
+    decision = decide((), causes)
+    if decision.exit_code is ExitCode.PASS:
+        return ExitCode.PASS, f"all {len(trials)} trials measured and passed"
+    return decision.exit_code, decision.reason
+
+
+def _failed_checks(trial: TrialFacts) -> list[str]:
+    return [k for k in trial.required if not trial.observations[k].passed]
+
+
+def _usage_totals(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Token totals only from what providers reported; a cost only when one was reported."""
+    subject_in = subject_out = judge_in = judge_out = 0
+    reported = judge_reported = False
+    cost: float | None = None
+    for trial in trials:
+        usage = trial.get("usage")
+        if isinstance(usage, Mapping):
+            reported = True
+            subject_in += usage.get("input_tokens") or 0
+            subject_out += usage.get("output_tokens") or 0
+            if isinstance(usage.get("cost_usd"), float):
+                cost = (cost or 0.0) + usage["cost_usd"]
+        judge = trial.get("judge") or {}
+        if judge.get("calls"):
+            judge_reported = True
+            judge_in += judge.get("input_tokens") or 0
+            judge_out += judge.get("output_tokens") or 0
+    out: dict[str, Any] = {
+        "subject": {"input_tokens": subject_in, "output_tokens": subject_out} if reported else None,
+        "judge": {"input_tokens": judge_in, "output_tokens": judge_out} if judge_reported else None,
+        "judge_calls": sum((t.get("judge") or {}).get("calls") or 0 for t in trials),
+    }
+    if cost is not None:
+        out["subject"]["cost_usd"] = cost
+    return out
+
+
+def _persist(
+    session: _Session, code: ExitCode, reason: str, *, runs: Sequence[RunResult] = ()
+) -> PlanOutcome:
+    timeline = session.timeline
+    timeline.start("persisting")
+    # The receipt records the session as completed, so both starts are closed first; a
+    # failed write below turns the outcome into an infrastructure error instead.
+    timeline.end("persisting", detail="receipt written")
+    timeline.end("session", detail=f"exit {int(code)}")
+    timeline.close("the session ended before this step")
+    document = {
+        **session.document,
+        "started_at": session.started_at,
+        "finished_at": _now(),
+        "duration_s": round(time.perf_counter() - session.started, 3),
+        "progress": [e.model_dump() for e in timeline.entries()],
+        "exit_code": int(code),
+        "exit_meaning": code.meaning,
+        "exit_reason": reason,
+    }
+    try:
+        path = ReceiptStore(session.root).write(session.session_id, document)
+    except OSError as exc:
+        why = f"the session receipt could not be written ({type(exc).__name__})"
+        return PlanOutcome(ExitCode.INFRASTRUCTURE, [f"{session.spec.name}: {why}"])
+    summary = [
+        f"{session.spec.name}: session {session.session_id}",
+        f"exit {int(code)} ({code.meaning}): {sanitize_text(reason, 600)}",
+    ]
+    whole = session.document.get("whole_trial") or []
+    for row in whole:
+        bounds = row["wilson_95"]
+        interval = (
+            "no estimate" if bounds is None else f"[{bounds['lower']:.3f}, {bounds['upper']:.3f}]"
+        )
+        summary.append(
+            f"  {row['arm']} {row['scenario']}: {row['successes']}/{row['measured']} "
+            f"whole-trial successes, Wilson 95% {interval}, floor {row['floor']:.2f}: "
+            f"{row['decision']}"
+        )
+    artifacts = [path, *(Path(r.run_dir) for r in runs if r.run_dir)]
+    return PlanOutcome(code, summary, artifacts)
+
+
+def _sink(request: PlanRequest) -> Callable[[object], None] | None:
+    sinks: list[Callable[[object], None]] = []
+    if request.progress is not None:
+        sinks.append(request.progress)
+    if request.console and sys.stderr.isatty():
+        from vitrine_shop.evals.live.display import TrialDisplay
+
+        sinks.append(TrialDisplay(sys.stderr).handle)
+    if not sinks:
+        return None
+
+    def fan_out(event: object) -> None:
+        for target in sinks:
+            target(event)
+
+    return fan_out
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
