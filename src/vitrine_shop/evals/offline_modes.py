@@ -8,15 +8,26 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from vitrine import ExitCode
 from vitrine.plans.base import PlanOutcome, PlanRequest
 from vitrine.redact import describe_exception
+from vitrine.reports.model import SuiteReport
 from vitrine.store import RunStore, RunStoreError
-from vitrine_shop.evals.evidence import ShopUnderTest
-from vitrine_shop.evals.offline import SuiteRun, build_report, replace_catalogue, run_offline_suite
+from vitrine_shop.evals.evidence import EvidenceRuns, ShopUnderTest, produce_evidence
+from vitrine_shop.evals.offline import (
+    SuiteRun,
+    build_report,
+    controls_exit,
+    replace_catalogue,
+    run_canonical,
+    run_controls,
+    run_offline_suite,
+)
 from vitrine_shop.evals.self_test import self_test_failures
 
 __all__ = ["run_mode"]
@@ -50,17 +61,14 @@ async def run_mode(request: PlanRequest) -> PlanOutcome:
 
 
 async def _run_mode(request: PlanRequest) -> PlanOutcome:
-    if request.controls_only:
-        return PlanOutcome(
-            ExitCode.INVALID_ARGUMENTS,
-            ["--controls-only: the registered controls are not part of this version yet"],
-        )
     store = RunStore(request.output)
     shipped = ShopUnderTest.shipped()
     sink = _progress_sink(request)
+    if request.controls_only:
+        return await _controls_only(request, store, shipped, sink)
     if request.self_test:
         healthy = await run_offline_suite(store, shipped, sink=sink)
-        ablated = await run_offline_suite(store, shipped.ablated(), sink=sink)
+        ablated = await run_offline_suite(store, shipped.ablated(), sink=sink, with_controls=False)
         failures = self_test_failures(healthy, ablated)
         code = ExitCode.MEASURED_FAILURE if failures else ExitCode.PASS
         reason = (
@@ -71,7 +79,7 @@ async def _run_mode(request: PlanRequest) -> PlanOutcome:
         return _finish(request, healthy, store, "self-test", code, reason, failures)
     if request.ablate_catalogue:
         ablated_shop = replace_catalogue(shipped)
-        run = await run_offline_suite(store, ablated_shop, sink=sink)
+        run = await run_offline_suite(store, ablated_shop, sink=sink, with_controls=False)
         observed = len(ablated_shop.catalogue)
         note = (
             f"catalogue ablation: an isolated snapshot with one SKU removed holds {observed} "
@@ -85,6 +93,41 @@ async def _run_mode(request: PlanRequest) -> PlanOutcome:
     return _finish(request, run, store, "suite", run.exit_code, run.exit_reason, [])
 
 
+async def _controls_only(
+    request: PlanRequest,
+    store: RunStore,
+    shipped: ShopUnderTest,
+    sink: Callable[[object], None] | None,
+) -> PlanOutcome:
+    """Only what the controls capture (the canonical runs and the evidence bundle), then them."""
+    started = time.perf_counter()
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    runs, canonical = await run_canonical(store, sink)
+    evidence = await produce_evidence(shipped, store=store, claims=[canonical], runs=EvidenceRuns())
+    results = await run_controls(store, runs, canonical, evidence)
+    failed = controls_exit(results)
+    code, reason = (
+        failed[0] if failed else (ExitCode.PASS, f"{len(results)}/{len(results)} controls caught")
+    )
+    from vitrine_shop.evals.controls import controls_section
+
+    report = SuiteReport(
+        suite="vitrine_shop",
+        plan="offline-suite",
+        mode="controls-only",
+        provenance="offline-deterministic",
+        started_at=started_at,
+        duration_s=round(time.perf_counter() - started, 3),
+        exit_code=int(code),
+        exit_meaning=code.meaning,
+        exit_reason=reason,
+        gates=[],
+        benchmarks=[canonical],
+        controls=controls_section(results),
+    )
+    return _publish(request, report, store, [])
+
+
 def _finish(
     request: PlanRequest,
     run: SuiteRun,
@@ -94,19 +137,26 @@ def _finish(
     reason: str,
     notes: list[str],
 ) -> PlanOutcome:
-    from vitrine.reports.writer import write_reports
-
     report = build_report(run, mode=mode, root=store.root).model_copy(
         update={
             "exit_code": int(code),
             "exit_meaning": code.meaning,
             "exit_reason": reason,
-            "notes": notes,
         }
     )
+    return _publish(request, report, store, notes)
+
+
+def _publish(
+    request: PlanRequest, report: SuiteReport, store: RunStore, notes: list[str]
+) -> PlanOutcome:
+    from vitrine.reports.writer import write_reports
+
+    code = ExitCode(report.exit_code)
+    report = report.model_copy(update={"notes": notes})
     paths = write_reports(
         report,
-        _session_dir(store.root, run.started_at),
+        _session_dir(store.root, report.started_at),
         json_path=request.json_report,
         html_path=request.html_report,
     )
@@ -119,5 +169,5 @@ def _finish(
         from vitrine.reports.console import render_console
 
         render_console(report, Console())
-    summary = [f"exit {int(code)} ({code.meaning}): {reason}", *notes]
+    summary = [f"exit {int(code)} ({code.meaning}): {report.exit_reason}", *notes]
     return PlanOutcome(code, summary, list(paths.values()))

@@ -115,4 +115,16 @@ def self_test_failures(healthy: SuiteRun, ablated: SuiteRun) -> list[str]:
         if comparison.challenger_arm == "degraded-empty-answer" and comparison.losses != 2:
             failures.append(f"the degraded arm does not lose both cases on {comparison.check_key}")
     failures.extend(_journal_failures(healthy))
+    failures.extend(_control_failures(healthy))
     return failures
+
+
+def _control_failures(run: SuiteRun) -> list[str]:
+    from vitrine_shop.evals.controls import EXPECTED_CONTROLS, shop_manifest
+
+    registered, ran = len(shop_manifest()), len(run.controls)
+    if (registered, ran) != (EXPECTED_CONTROLS, EXPECTED_CONTROLS):
+        return [
+            f"{registered} controls registered and {ran} run, expected {EXPECTED_CONTROLS} of each"
+        ]
+    return [f"control {r.spec.id} was not caught: {r.detail}" for r in run.controls if not r.caught]
