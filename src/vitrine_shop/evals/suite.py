@@ -159,4 +159,5 @@ SUITE = Suite(
     plans={p.name: p for p in _PLANS},
     scenarios=LazyScenarios(SCENARIO_IDS, _load_scenario_details),
     default_plan=OFFLINE_PLAN,
+    components={"service": "vitrine_shop.service:create_assistant"},
 )
