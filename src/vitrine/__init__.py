@@ -20,6 +20,15 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "vitrine.outcomes",
     "aggregate_exit_codes": "vitrine.outcomes",
     "run_verdict": "vitrine.outcomes",
+    # registered controls
+    "ControlRegistry": "vitrine.controls",
+    "ControlResult": "vitrine.controls",
+    "ControlSpec": "vitrine.controls",
+    "ManifestError": "vitrine.controls",
+    "ManifestExpectation": "vitrine.controls",
+    "ScopeClass": "vitrine.controls",
+    "load_manifest": "vitrine.controls",
+    "run_controls": "vitrine.controls",
     # floors
     "ChanceFloor": "vitrine.floors",
     "FloorKind": "vitrine.floors",
@@ -92,6 +101,9 @@ __all__ = [
     "ChatModel",
     "ChatRequest",
     "Check",
+    "ControlRegistry",
+    "ControlResult",
+    "ControlSpec",
     "DefinitionError",
     "EvalResult",
     "ExitCode",
@@ -100,6 +112,8 @@ __all__ = [
     "FunctionCheck",
     "FunctionPlan",
     "ImpossibleCensusError",
+    "ManifestError",
+    "ManifestExpectation",
     "MeasurementState",
     "Observation",
     "Plan",
@@ -114,6 +128,7 @@ __all__ = [
     "RunResult",
     "ScenarioInfo",
     "ScenarioRow",
+    "ScopeClass",
     "StageAttemptCensus",
     "StageStatus",
     "SubjectResponse",
@@ -131,8 +146,10 @@ __all__ = [
     "check",
     "evaluate",
     "evaluate_async",
+    "load_manifest",
     "load_suite",
     "plan",
+    "run_controls",
     "run_verdict",
 ]
 
@@ -177,6 +194,16 @@ if TYPE_CHECKING:
         WorkflowTrace,
     )
     from vitrine.bench.results import RunResult, ScenarioRow
+    from vitrine.controls import (
+        ControlRegistry,
+        ControlResult,
+        ControlSpec,
+        ManifestError,
+        ManifestExpectation,
+        ScopeClass,
+        load_manifest,
+        run_controls,
+    )
     from vitrine.floors import ChanceFloor, FloorKind, FloorNotDerivableError
     from vitrine.outcomes import (
         Census,

@@ -92,12 +92,16 @@ async def test_timeline_leaves_no_node_active(tmp_path):
     assert len(entries) == len(OFFLINE_NODES) == 14
     assert not run.timeline.active()
     assert {e.status for e in entries} <= {"COMPLETED", "FAILED", "SKIPPED"}
+    controls = next(e for e in entries if e.node == "controls")
+    assert (controls.status, controls.detail) == ("COMPLETED", "43/43 caught")
 
 
 async def test_a_failing_diagnostic_alone_never_changes_the_exit_code(tmp_path):
     shipped = ShopUnderTest.shipped()
     degraded_judged = replace(shipped, judged_arms=shipped.ablated().judged_arms)
-    run = await run_offline_suite(RunStore(tmp_path), degraded_judged)
+    # The controls would rightly refuse this shop (NC-20's healthy arm is red); this test is
+    # about the diagnostic's authority alone.
+    run = await run_offline_suite(RunStore(tmp_path), degraded_judged, with_controls=False)
     statuses = {g.name: g.status for g in run.gates}
     assert statuses["matched-quality"] == "FAIL"
     assert run.exit_code is ExitCode.PASS
