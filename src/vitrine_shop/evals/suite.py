@@ -159,5 +159,8 @@ SUITE = Suite(
     plans={p.name: p for p in _PLANS},
     scenarios=LazyScenarios(SCENARIO_IDS, _load_scenario_details),
     default_plan=OFFLINE_PLAN,
-    components={"service": "vitrine_shop.service:create_assistant"},
+    components={
+        "rag": "vitrine_shop.rag:RAG",
+        "service": "vitrine_shop.service:create_assistant",
+    },
 )

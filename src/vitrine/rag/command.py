@@ -1,0 +1,439 @@
+"""``vitrine rag ingest | eval | calibrate``: the RAG layer's command line.
+
+Exit codes: 0 every metric's aggregate meets its threshold, 1 a measured metric fails, 2 bad
+arguments or inputs (dataset, thresholds, suite), 3 nothing could be measured, 4 infrastructure
+(database, embeddings endpoint, model provider, unwritable store). Readiness is checked before
+anything is written: an unready prod configuration leaves no table, report or file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from vitrine.rag.chunking import KnowledgeBase
+    from vitrine.rag.component import RagComponent
+    from vitrine.rag.dataset import DatasetItem, RagThresholds
+    from vitrine.rag.embeddings import EmbeddingMode, TextEmbedder
+    from vitrine.rag.metrics import Scorer
+
+__all__ = ["main"]
+
+PROG = "vitrine rag"
+_OK, _FAIL, _USAGE, _NOT_MEASURED, _INFRA = 0, 1, 2, 3, 4
+
+
+class _Refusal(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Refusal(_USAGE, message)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 50:
+        raise argparse.ArgumentTypeError(f"top-K must be between 1 and 50, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Ingest the suite's knowledge base into pgvector, evaluate retrieval-"
+        "augmented answers on its ground-truth dataset, or calibrate the thresholds.",
+        epilog="Exit codes: 0 pass, 1 a metric fails, 2 bad arguments, 3 nothing measured, "
+        "4 infrastructure failure. Database: VITRINE_DATABASE_URL, else an embedded "
+        "PostgreSQL under <store root>/pg.",
+        allow_abbrev=False,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--suite", metavar="MODULE:ATTR", help="suite providing 'rag'")
+        sub.add_argument(
+            "--embedding-mode",
+            choices=("dev", "prod"),
+            default="dev",
+            help="dev: the suite's local model (table knowledge_chunks_dev); prod: an "
+            "OpenAI-compatible endpoint (OPENAI_API_KEY, OPENAI_BASE_URL, "
+            "VITRINE_EMBEDDING_MODEL; table knowledge_chunks)",
+        )
+        sub.add_argument(
+            "--output",
+            metavar="DIR",
+            type=Path,
+            help="store root (default $VITRINE_HOME or ./.vitrine)",
+        )
+
+    ingest = commands.add_parser("ingest", help="chunk, embed and load the knowledge base")
+    common(ingest)
+    ingest.add_argument("--force", action="store_true", help="re-ingest even when unchanged")
+
+    evaluate = commands.add_parser("eval", help="answer and score the ground-truth dataset")
+    common(evaluate)
+    evaluate.add_argument(
+        "--top-k", type=_positive, default=None, help="chunks retrieved (default 4)"
+    )
+    evaluate.add_argument(
+        "--provider",
+        choices=("openai", "azure", "local"),
+        help="answer and judge with this model service (default: offline extractive answers "
+        "and non-LLM metric forms)",
+    )
+    evaluate.add_argument("--model", metavar="NAME", help="model or deployment for --provider")
+    evaluate.add_argument(
+        "--non-llm-metrics",
+        action="store_true",
+        help="with --provider, still score with the non-LLM metric forms",
+    )
+    evaluate.add_argument("--confirm-paid", action="store_true", help="allow a paid provider")
+    evaluate.add_argument("--thresholds", metavar="PATH", type=Path, help="thresholds file to read")
+    evaluate.add_argument("--json-report", metavar="PATH", type=Path, help="also write JSON here")
+    evaluate.add_argument("--html-report", metavar="PATH", type=Path, help="also write HTML here")
+
+    calibrate = commands.add_parser("calibrate", help="derive thresholds and write them")
+    common(calibrate)
+    calibrate.add_argument(
+        "--top-k", type=_positive, default=None, help="chunks retrieved (default 4)"
+    )
+    calibrate.add_argument(
+        "--thresholds", metavar="PATH", type=Path, help="where to write (default: the suite's file)"
+    )
+    calibrate.add_argument("--dry-run", action="store_true", help="print, write nothing")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(args_list)
+    except _Refusal as exc:
+        sys.stderr.write(build_parser().format_usage())
+        return _error(exc.code, str(exc))
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else _USAGE
+    try:
+        if args.command == "ingest":
+            return _ingest(args)
+        if args.command == "eval":
+            return _evaluate(args)
+        return _calibrate(args)
+    except _Refusal as exc:
+        return _error(exc.code, str(exc))
+    except KeyboardInterrupt:
+        return _error(_INFRA, "interrupted: the live table was left as it was")
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Setup:
+    component: RagComponent
+    mode: EmbeddingMode
+    table: str
+    root: Path
+    kb: KnowledgeBase
+    embedder: TextEmbedder
+
+
+def _setup(args: argparse.Namespace) -> _Setup:
+    from vitrine.plans.base import UsageError
+    from vitrine.rag.chunking import load_knowledge_base
+    from vitrine.rag.component import RagComponent
+    from vitrine.rag.embeddings import (
+        EmbeddingConfigError,
+        EmbeddingMode,
+        OpenAIEmbedder,
+        ProdEmbeddingConfig,
+        table_for_mode,
+    )
+    from vitrine.redact import describe_exception
+    from vitrine.store import resolve_root
+    from vitrine.suite import DEFAULT_SUITE, SuiteLoadError, load_suite
+
+    mode = EmbeddingMode(args.embedding_mode)
+    prod: ProdEmbeddingConfig | None = None
+    if mode is EmbeddingMode.PROD:
+        try:
+            prod = ProdEmbeddingConfig.from_env()
+        except EmbeddingConfigError as exc:
+            raise _Refusal(_INFRA, str(exc)) from None
+    try:
+        suite = load_suite(args.suite or DEFAULT_SUITE)
+        component = suite.component("rag")
+    except SuiteLoadError as exc:
+        raise _Refusal(int(exc.exit_code), str(exc)) from None
+    except UsageError as exc:
+        raise _Refusal(_USAGE, str(exc)) from None
+    if not isinstance(component, RagComponent):
+        raise _Refusal(
+            _USAGE,
+            f"the suite's 'rag' component is a {type(component).__name__}, not a RagComponent",
+        )
+    try:
+        kb = load_knowledge_base(component.knowledge_dir)
+    except (OSError, ValueError) as exc:
+        raise _Refusal(_USAGE, f"knowledge base: {describe_exception(exc)}") from None
+    embedder: TextEmbedder
+    if prod is not None:
+        embedder = OpenAIEmbedder(prod)
+    else:
+        try:
+            embedder = component.dev_embedder()
+        except Exception as exc:
+            raise _Refusal(
+                _INFRA, f"the dev embedder is unavailable: {describe_exception(exc)}"
+            ) from None
+    root = resolve_root(args.output)
+    return _Setup(component, mode, table_for_mode(mode), root, kb, embedder)
+
+
+def _items(setup: _Setup) -> list[DatasetItem]:
+    from vitrine.rag.dataset import DatasetError, load_dataset, unresolved_chunk_ids
+
+    try:
+        items = load_dataset(setup.component.dataset_path)
+    except DatasetError as exc:
+        raise _Refusal(_USAGE, str(exc)) from None
+    broken = unresolved_chunk_ids(items, setup.kb)
+    if broken:
+        listed = "; ".join(f"{item}: {', '.join(ids)}" for item, ids in sorted(broken.items()))
+        raise _Refusal(
+            _USAGE,
+            f"the dataset names chunks the knowledge base no longer has ({listed}); "
+            "update the dataset or the pages",
+        )
+    return items
+
+
+def _open_store(setup: _Setup) -> Any:
+    from vitrine.rag.database import DatabaseUnavailable, database_url
+    from vitrine.rag.vectorstore import VectorStore
+
+    try:
+        return VectorStore(database_url(setup.root))
+    except DatabaseUnavailable as exc:
+        raise _Refusal(_INFRA, str(exc)) from None
+
+
+def _load(setup: _Setup, store: Any, *, force: bool = False) -> None:
+    from vitrine.rag.embeddings import EmbeddingError
+    from vitrine.rag.ingest import ingest
+    from vitrine.redact import describe_exception
+
+    try:
+        result = ingest(setup.kb, setup.embedder, store, setup.table, force=force)
+    except EmbeddingError as exc:
+        raise _Refusal(_INFRA, str(exc)) from None
+    except Exception as exc:
+        raise _Refusal(
+            _INFRA, f"ingestion failed, the previous table is intact: {describe_exception(exc)}"
+        ) from None
+    if result.skipped:
+        print(
+            f"ingest: {result.table} is up to date "
+            f"({result.chunks} chunks, {result.content_hash[:19]})"
+        )
+    else:
+        print(
+            f"ingest: {result.chunks} chunks from {result.pages} pages into {result.table} "
+            f"({result.embedding_model}; {result.chunks_per_s:.0f} chunks/s)"
+        )
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    setup = _setup(args)
+    with _open_store(setup) as store:
+        _load(setup, store, force=args.force)
+    return _OK
+
+
+def _thresholds(args: argparse.Namespace, setup: _Setup) -> RagThresholds:
+    from vitrine.rag.dataset import DatasetError, load_thresholds
+
+    try:
+        return load_thresholds(args.thresholds or setup.component.thresholds_path)
+    except DatasetError as exc:
+        raise _Refusal(_USAGE, f"{exc}; run `vitrine rag calibrate`") from None
+
+
+def _live_models(args: argparse.Namespace) -> tuple[Any, Any] | None:
+    """(generator model, judge model) for --provider, refused before anything is written."""
+    if args.provider is None:
+        if args.model or args.confirm_paid or args.non_llm_metrics:
+            raise _Refusal(_USAGE, "--model, --confirm-paid and --non-llm-metrics need --provider")
+        return None
+    from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
+
+    config = ProviderConfig.from_env(args.provider, model=args.model)
+    state = readiness(config)
+    if not state.ready:
+        raise _Refusal(_INFRA, state.reason)
+    if state.paid and not args.confirm_paid:
+        raise _Refusal(
+            _USAGE,
+            f"{state.reason}: this calls a paid service (43 answers plus up to 4 judge calls "
+            "each); add --confirm-paid",
+        )
+    judge = None if args.non_llm_metrics else create_chat_model(config, "judge")
+    return create_chat_model(config, "subject"), judge
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from vitrine.rag.generator import ChatModelGenerator
+    from vitrine.rag.metrics import HeuristicScorer, LlmScorer
+    from vitrine.rag.pipeline import DEFAULT_TOP_K, evaluate
+    from vitrine.rag.report import build_report, write_report
+
+    live = _live_models(args)
+    setup = _setup(args)
+    items = _items(setup)
+    thresholds = _thresholds(args, setup)
+    top_k = args.top_k or DEFAULT_TOP_K
+    generator = (
+        setup.component.default_generator(setup.embedder, thresholds)
+        if live is None
+        else ChatModelGenerator(live[0])
+    )
+    scorer: Scorer
+    if live is not None and live[1] is not None:
+        scorer = LlmScorer(live[1], setup.embedder, thresholds.metrics)
+    else:
+        scorer = HeuristicScorer(
+            setup.embedder,
+            thresholds.metrics,
+            claim_cosine_threshold=thresholds.claim_cosine_threshold,
+        )
+    with _open_store(setup) as store:
+        _load(setup, store)
+        outcome = asyncio.run(
+            evaluate(
+                items,
+                embedder=setup.embedder,
+                store=store,
+                table=setup.table,
+                top_k=top_k,
+                generator=generator,
+                scorer=scorer,
+                thresholds=thresholds,
+            )
+        )
+    forms = {m.value: method.value for m, method in scorer.forms.items()}
+    llm = any(v.startswith("llm:") for v in forms.values())
+    report = build_report(
+        outcome,
+        {
+            "knowledge_base": {
+                "pages": len(setup.kb.pages),
+                "chunks": len(setup.kb.chunks),
+                "content_hash": setup.kb.content_hash,
+                "table": setup.table,
+                "embedding_mode": setup.mode.value,
+                "embedding_model": setup.embedder.model_id,
+            },
+            "generator": {"id": generator.generator_id, "provenance": generator.provenance},
+            "forms": forms,
+            "forms_summary": (
+                "LLM-judged forms (judge: " + str(getattr(scorer, "judge_id", "")) + ")"
+                if llm
+                else "non-LLM forms (chunk ids, embeddings, word overlap); no model judged"
+            ),
+            "thresholds": thresholds.to_dict(),
+            "interval_method": next(iter(outcome.aggregates.values())).interval_method,
+        },
+    )
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d_%H-%M-%S")
+    directory = setup.root / "reports" / f"rag-{stamp}"
+    try:
+        paths = write_report(
+            report, directory, json_path=args.json_report, html_path=args.html_report
+        )
+    except OSError as exc:
+        raise _Refusal(_INFRA, f"cannot write the report: {exc.strerror or exc}") from None
+    _print_summary(report)
+    for path in paths:
+        print(f"artifact: {path}")
+    code = int(outcome.exit_code)
+    print(f"{PROG}: eval exit {code} ({outcome.exit_code.meaning})")
+    return code
+
+
+def _print_summary(report: dict[str, Any]) -> None:
+    print(f"forms: {report['forms_summary']}")
+    print(f"{'metric':<20} {'mean':>6} {'95% interval':>15} {'thresh':>7}  {'n':>3}  verdict")
+    for name, m in report["metrics"].items():
+        mean = "—" if m["mean"] is None else f"{m['mean']:.3f}"
+        interval = "—" if not m["interval"] else f"{m['interval'][0]:.3f}–{m['interval'][1]:.3f}"
+        verdict = (
+            "not measured" if m["state"] != "measured" else ("pass" if m["passed"] else "FAIL")
+        )
+        n = m["census"]["measured"]
+        print(f"{name:<20} {mean:>6} {interval:>15} {m['threshold']:>7.3f}  {n:>3}  {verdict}")
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from vitrine.rag.calibrate import calibrate
+    from vitrine.rag.pipeline import DEFAULT_TOP_K
+    from vitrine.store import atomic_write_json
+
+    setup = _setup(args)
+    items = _items(setup)
+    top_k = args.top_k or DEFAULT_TOP_K
+    with _open_store(setup) as store:
+        _load(setup, store)
+        document = calibrate(
+            setup.kb,
+            items,
+            embedder=setup.embedder,
+            store=store,
+            table=setup.table,
+            top_k=top_k,
+            progress=lambda step: print(f"calibrate: {step}"),
+        )
+    print("evidence (matched p5 / mismatched p95 -> threshold):")
+    for name, ev in document["evidence"].items():
+        if "matched" in ev:
+            good, bad = ev["matched"], ev["mismatched"]
+            print(
+                f"  {name:<24} matched p5 {good['p5']:.3f} (mean {good['mean']:.3f})"
+                f"  mismatched p95 {bad['p95']:.3f} (mean {bad['mean']:.3f})"
+                f"  -> {ev['threshold']:.3f}  [{ev['rule']}]"
+            )
+        else:
+            print(f"  {name:<24} {ev['rule']}")
+    print(
+        "recommended: "
+        + ", ".join(f"{k}={v}" for k, v in {**document["retrieval"], **document["metrics"]}.items())
+    )
+    if args.dry_run:
+        print("dry run: nothing written")
+        return _OK
+    target = args.thresholds or setup.component.thresholds_path
+    try:
+        atomic_write_json(target, document)
+    except OSError as exc:
+        raise _Refusal(_INFRA, f"cannot write {target.name}: {exc.strerror or exc}") from None
+    print(f"wrote {target}")
+    return _OK
+
+
+def _error(code: int, message: str) -> int:
+    sys.stderr.write(f"{PROG}: error: {message}\n")
+    sys.stderr.flush()
+    return code

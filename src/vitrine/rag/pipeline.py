@@ -1,0 +1,108 @@
+"""The per-item pipeline and the whole evaluation: retrieve, answer, score, aggregate, gate.
+
+Per item: embed the question, take the top-K chunks by pgvector cosine distance, generate a
+grounded answer with citations, then score it with one scorer (one form per metric). Questions
+are embedded in one batch; retrieval is timed per question so the benchmark can report
+latency percentiles; generation and scoring run with bounded concurrency because live models
+are called there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vitrine.outcomes import ExitCode, Observation, aggregate_exit_codes, exit_code_for_gate
+from vitrine.rag.dataset import DatasetItem, RagThresholds
+from vitrine.rag.embeddings import TextEmbedder
+from vitrine.rag.generator import GeneratedAnswer, Generator
+from vitrine.rag.metrics import Metric, MetricAggregate, Scorer, ScoringInput, aggregate
+from vitrine.rag.vectorstore import RetrievedChunk, VectorStore
+
+__all__ = ["DEFAULT_TOP_K", "EvalOutcome", "ItemResult", "Retrieval", "evaluate", "retrieve"]
+
+DEFAULT_TOP_K = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    chunks: tuple[RetrievedChunk, ...]
+    latency_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    item: DatasetItem
+    retrieval: Retrieval
+    answer: GeneratedAnswer
+    scores: dict[Metric, Observation]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalOutcome:
+    results: tuple[ItemResult, ...]
+    aggregates: dict[Metric, MetricAggregate]
+    exit_code: ExitCode
+    top_k: int
+    wall_s: float
+
+
+def retrieve(
+    questions: Sequence[str],
+    embedder: TextEmbedder,
+    store: VectorStore,
+    table: str,
+    top_k: int,
+) -> list[Retrieval]:
+    vectors = embedder.embed(list(questions))
+    out = []
+    for vector in vectors:
+        started = time.perf_counter()
+        chunks = store.search(table, vector, top_k)
+        out.append(Retrieval(tuple(chunks), time.perf_counter() - started))
+    return out
+
+
+async def evaluate(
+    items: Sequence[DatasetItem],
+    *,
+    embedder: TextEmbedder,
+    store: VectorStore,
+    table: str,
+    top_k: int,
+    generator: Generator,
+    scorer: Scorer,
+    thresholds: RagThresholds,
+    concurrency: int = 4,
+) -> EvalOutcome:
+    started = time.perf_counter()
+    retrievals = retrieve([i.question for i in items], embedder, store, table, top_k)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(item: DatasetItem, retrieval: Retrieval) -> ItemResult:
+        async with gate:
+            answer = await generator.generate(item.question, retrieval.chunks)
+            scores = await scorer.score(
+                ScoringInput(
+                    item.id,
+                    item.question,
+                    item.reference_answer,
+                    item.relevant_chunk_ids,
+                    item.has_relevant_chunk,
+                    retrieval.chunks,
+                    answer,
+                )
+            )
+        return ItemResult(item, retrieval, answer, scores)
+
+    results = await asyncio.gather(
+        *(one(item, r) for item, r in zip(items, retrievals, strict=True))
+    )
+    aggregates = {
+        metric: aggregate(metric, [r.scores[metric] for r in results], thresholds.metrics[metric])
+        for metric in Metric
+    }
+    code = aggregate_exit_codes(exit_code_for_gate(a.gate) for a in aggregates.values())
+    return EvalOutcome(tuple(results), aggregates, code, top_k, time.perf_counter() - started)
