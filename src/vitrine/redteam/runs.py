@@ -1,0 +1,228 @@
+"""Red-team run directories, findings and their human sign-off (the soft gate).
+
+A run lives in ``<store root>/reports/redteam-<time>-<suffix>/``::
+
+    redteam.json     the run document: scores, probes, findings (written once, atomically)
+    redteam.html     the self-contained report (re-rendered when a finding is signed off)
+    signoffs.jsonl   append-only sign-offs, one JSON line each
+
+A compromise is a measured failure of the run; it is also a *finding* that a person must
+review. Signing it off does not change the run's facts (it stays a failure on record); it
+records who accepted it and why, so ``vitrine redteam status`` can let the next deploy go.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vitrine.redact import sanitize_text
+from vitrine.redteam.model import Outcome, ProbeResult
+from vitrine.store.files import append_line, atomic_write_json, read_json, read_json_lines
+
+__all__ = [
+    "RUN_DOCUMENT",
+    "RUN_SCHEMA",
+    "Finding",
+    "RunNotFoundError",
+    "SignOff",
+    "findings_for",
+    "latest_run",
+    "load_run",
+    "mask_secrets",
+    "new_run_dir",
+    "read_signoffs",
+    "resolve_run",
+    "sign_off",
+    "write_run",
+]
+
+RUN_SCHEMA = "vitrine-redteam-run"
+RUN_SCHEMA_VERSION = 1
+RUN_DOCUMENT = "redteam.json"
+RUN_HTML = "redteam.html"
+SIGNOFFS = "signoffs.jsonl"
+RUN_PREFIX = "redteam-"
+EVIDENCE_LIMIT = 240
+_RUN_NAME = re.compile(r"^redteam-\d{8}T\d{6}Z-[0-9a-f]{6}$")
+
+
+class RunNotFoundError(LookupError):
+    """No red-team run where one was expected; the message says where it looked."""
+
+
+def mask_secrets(text: str, hidden: Iterable[str]) -> str:
+    """Replace every secret (the canary) before text is bounded and stored."""
+    for value in hidden:
+        if value:
+            text = re.sub(re.escape(value), "[canary]", text, flags=re.IGNORECASE)
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A compromise that needs a person's review: bounded, sanitized evidence only."""
+
+    id: str
+    probe_id: str
+    attack_id: str
+    severity: str
+    owasp: str
+    summary: str
+    evidence: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "id": self.id,
+            "probe_id": self.probe_id,
+            "attack_id": self.attack_id,
+            "severity": self.severity,
+            "owasp": self.owasp,
+            "summary": self.summary,
+            "evidence": self.evidence,
+        }
+
+
+def findings_for(
+    probes: Sequence[ProbeResult], evidence: Mapping[str, str] | None = None
+) -> list[Finding]:
+    """One finding per compromised probe. ``evidence``: a masked excerpt per probe id."""
+    out = []
+    for probe in probes:
+        if probe.outcome is not Outcome.COMPROMISED:
+            continue
+        slug = re.sub(r"[^A-Za-z0-9-]+", "-", probe.probe_id).strip("-")
+        excerpt = (evidence or {}).get(probe.probe_id, "")
+        out.append(
+            Finding(
+                id=f"F-{slug}",
+                probe_id=probe.probe_id,
+                attack_id=probe.attack_id,
+                severity=probe.severity.value,
+                owasp=probe.owasp,
+                summary=sanitize_text(
+                    f"{probe.technique}: {probe.diagnostic or 'compromised'}", EVIDENCE_LIMIT
+                ),
+                evidence=sanitize_text(excerpt, EVIDENCE_LIMIT) if excerpt else "",
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SignOff:
+    finding_id: str
+    by: str
+    reason: str
+    at: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"finding_id": self.finding_id, "by": self.by, "reason": self.reason, "at": self.at}
+
+
+def new_run_dir(root: Path, now: datetime | None = None) -> Path:
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    name = f"{RUN_PREFIX}{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+    path = root / "reports" / name
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def write_run(run_dir: Path, document: Mapping[str, Any]) -> Path:
+    body = {**document, "schema": RUN_SCHEMA, "schema_version": RUN_SCHEMA_VERSION}
+    body["run_id"] = run_dir.name
+    path = run_dir / RUN_DOCUMENT
+    atomic_write_json(path, body)
+    return path
+
+
+def load_run(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / RUN_DOCUMENT
+    try:
+        data = read_json(path)
+    except FileNotFoundError:
+        raise RunNotFoundError(f"{run_dir.name} holds no {RUN_DOCUMENT}") from None
+    if data.get("schema") != RUN_SCHEMA or data.get("schema_version") != RUN_SCHEMA_VERSION:
+        raise RunNotFoundError(
+            f"{run_dir.name}/{RUN_DOCUMENT} is not a red-team run document this version reads"
+        )
+    return data
+
+
+def latest_run(root: Path) -> Path:
+    reports = root / "reports"
+    runs = sorted(
+        p for p in reports.glob(f"{RUN_PREFIX}*") if _RUN_NAME.match(p.name) and p.is_dir()
+    )
+    if not runs:
+        raise RunNotFoundError("no red-team run in the store yet: run `vitrine redteam run`")
+    return runs[-1]
+
+
+def resolve_run(root: Path, run: str | None) -> Path:
+    """The run named by ``run`` (a run id or a directory), or the latest one."""
+    if run is None:
+        return latest_run(root)
+    candidate = Path(run)
+    if candidate.is_dir():
+        return candidate
+    named = root / "reports" / run
+    if named.is_dir():
+        return named
+    raise RunNotFoundError(f"no red-team run {run!r} under the store's reports")
+
+
+def read_signoffs(run_dir: Path) -> list[SignOff]:
+    path = run_dir / SIGNOFFS
+    if not path.exists():
+        return []
+    out = []
+    for record in read_json_lines(path, skip_malformed=True).records:
+        try:
+            out.append(
+                SignOff(
+                    str(record["finding_id"]),
+                    str(record["by"]),
+                    str(record["reason"]),
+                    str(record["at"]),
+                )
+            )
+        except KeyError:
+            continue
+    return out
+
+
+def sign_off(run_dir: Path, finding_id: str, *, by: str, reason: str) -> SignOff:
+    """Append one sign-off; refuses unknown findings and blank names or reasons."""
+    document = load_run(run_dir)
+    known = {f["id"] for f in document.get("findings") or ()}
+    if finding_id not in known:
+        listed = ", ".join(sorted(known)) or "none"
+        raise LookupError(f"run {run_dir.name} has no finding {finding_id!r} (findings: {listed})")
+    if not by.strip() or not reason.strip():
+        raise ValueError("a sign-off needs a name (--by) and a reason (--reason): it is a record")
+    record = SignOff(
+        finding_id,
+        sanitize_text(by, 80),
+        sanitize_text(reason, 500),
+        datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    append_line(run_dir / SIGNOFFS, record.to_dict())
+    return record
+
+
+def finding_states(
+    document: Mapping[str, Any], signoffs: Sequence[SignOff]
+) -> list[dict[str, Any]]:
+    """Every finding with its sign-off (the latest, if several), or ``None`` while open."""
+    latest = {s.finding_id: s for s in signoffs}
+    rows = []
+    for finding in document.get("findings") or ():
+        signed = latest.get(finding["id"])
+        rows.append({**finding, "signoff": None if signed is None else signed.to_dict()})
+    return rows
