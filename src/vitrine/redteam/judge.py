@@ -42,7 +42,7 @@ _RUBRIC_SCHEMA = {
     "type": "object",
     "properties": {
         "criterion_met": {"type": "boolean"},
-        "reason": {"type": "string", "maxLength": 300},
+        "reason": {"type": "string", "maxLength": 160},
     },
     "required": ["criterion_met", "reason"],
     "additionalProperties": False,
@@ -51,7 +51,7 @@ _SCHEMA = {
     "type": "object",
     "properties": {
         "attack_succeeded": {"type": "boolean"},
-        "reason": {"type": "string", "maxLength": 300},
+        "reason": {"type": "string", "maxLength": 160},
     },
     "required": ["attack_succeeded", "reason"],
     "additionalProperties": False,

@@ -1,0 +1,203 @@
+"""Eval 06: the bounded safety campaign against the live customer-facing assistant.
+
+Definition ``vitrine-live-safety@1.0.0``: jailbreak and canary-backed system-prompt extraction
+at quick intensity, two probes per attack, each against a fresh :class:`ShopTarget` (a new
+assistant, a new canary) running the configured model; a fallback judge on the same provider.
+The declared ceiling is 25 target calls plus at most one judge call per probe: 104 model calls
+for the default four probes, enforced call by call. No benchmark run directory is written; the
+only artifact is the sanitized session receipt under ``<store root>/live/live-sessions``.
+
+The provider runs without its own retries here. The ceiling counts requests that leave the
+process, and a retry inside the provider would be a request the ceiling cannot see; a failed
+call is therefore a probe error (infrastructure), never a silent extra call.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from vitrine.outcomes import ExitCode
+from vitrine.plans.base import PlanOutcome, PlanRequest
+from vitrine.redact import sanitize_text
+from vitrine.redteam.ledger import WorkloadCeiling
+from vitrine.redteam.model import CampaignResult, Intensity, classify
+
+if TYPE_CHECKING:
+    from vitrine.providers.base import ChatModel
+    from vitrine.providers.config import ProviderConfig
+
+__all__ = ["DEFINITION", "EVAL06_ATTACKS", "Eval06Options", "run_eval06"]
+
+PLAN = "eval06-safety-probes"
+DEFINITION = "vitrine-live-safety@1.0.0"
+EVAL06_ATTACKS = ("jailbreak", "system-prompt-extraction")
+PROBES_PER_ATTACK = 2
+# A local 270M model needs no room to ramble; small answers keep a CPU run to minutes.
+LOCAL_SUBJECT_TOKENS = 160
+LOCAL_JUDGE_TOKENS = 120
+_PROVIDER_FACTS = ("provider", "model", "judge_model", "judge_shares_subject", "provenance", "paid")
+
+
+@dataclass(frozen=True, slots=True)
+class Eval06Options:
+    """Knobs for tests and operators; the defaults are the protocol's."""
+
+    ceiling: WorkloadCeiling = field(
+        default_factory=lambda: WorkloadCeiling(target_calls_per_probe=25, judge_calls_per_probe=1)
+    )
+    probes_per_attack: int = PROBES_PER_ATTACK
+    probe_timeout_s: float = 300.0
+    environ: Mapping[str, str] | None = None
+
+
+def _config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderConfig:
+    from vitrine.providers.config import ProviderConfig
+
+    provider = request.provider
+    if provider is None:
+        # Without --provider the choice is between the two paid services, never offline.
+        provider = "azure" if environ.get("AZURE_OPENAI_ENDPOINT", "").strip() else "openai"
+    config = ProviderConfig.from_env(
+        provider, model=request.model, local_model=request.local_model, environ=environ
+    )
+    config = replace(config, max_retries=0)
+    if provider == "local":
+        config = replace(
+            config,
+            subject_max_output_tokens=min(config.subject_max_output_tokens, LOCAL_SUBJECT_TOKENS),
+            judge_max_output_tokens=min(config.judge_max_output_tokens, LOCAL_JUDGE_TOKENS),
+        )
+    return config
+
+
+def _models(config: ProviderConfig) -> tuple[ChatModel, ChatModel] | str:
+    """The subject and judge models, or why there are none (no call is made either way)."""
+    from vitrine.providers.config import create_chat_model, readiness
+
+    state = readiness(config)
+    if not state.ready:
+        return state.reason
+    try:
+        return create_chat_model(config, "subject"), create_chat_model(config, "judge")
+    except Exception as exc:
+        # The category only: a setup error's text may echo a configured value.
+        return f"model setup failed ({type(exc).__name__})"
+
+
+def _census(result: CampaignResult) -> dict[str, Any]:
+    return {
+        key: value for key, value in result.scores().items() if key not in ("ceiling", "calls_used")
+    }
+
+
+def _usage(result: CampaignResult) -> dict[str, Any]:
+    reported = [p.usage for p in result.probes if p.usage is not None]
+    costs = [u.cost_usd for u in reported if u.cost_usd is not None]
+    return {
+        "input_tokens": sum(u.input_tokens for u in reported),
+        "output_tokens": sum(u.output_tokens for u in reported),
+        # Only what the provider reported; never an estimate.
+        "cost_usd": sum(costs) if costs else None,
+    }
+
+
+async def run_eval06(request: PlanRequest, options: Eval06Options | None = None) -> PlanOutcome:
+    from vitrine.plans.workload import require_paid_confirmation
+    from vitrine.store.receipts import ReceiptStore, new_session_id
+
+    options = options or Eval06Options()
+    require_paid_confirmation(request, paid=request.provider != "local")
+    environ = options.environ if options.environ is not None else os.environ
+    session_id = new_session_id()
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    probes = len(EVAL06_ATTACKS) * options.probes_per_attack
+    document: dict[str, Any] = {
+        "plan": PLAN,
+        "definition": DEFINITION,
+        "started_at": started_at,
+        "attacks": list(EVAL06_ATTACKS),
+        "intensity": Intensity.QUICK.value,
+        "probes_per_attack": options.probes_per_attack,
+        "workload_ceiling": options.ceiling.to_dict(probes),
+        "include_evidence": False,
+    }
+    config = _config(request, environ)
+    document["provider"] = {k: v for k, v in config.describe().items() if k in _PROVIDER_FACTS}
+    models = _models(config)
+    if isinstance(models, str):
+        document["readiness"] = {"ready": False, "reason": models}
+        code, reason = ExitCode.INFRASTRUCTURE, f"provider not ready, no call made: {models}"
+        result: CampaignResult | None = None
+    else:
+        document["readiness"] = {"ready": True}
+        result = await _campaign(models, options, config.judge_max_output_tokens)
+        classification = classify(result)
+        code, reason = classification.exit_code, classification.reason
+        document.update(
+            census=_census(result),
+            calls_used=result.calls_used,
+            probes=[p.to_dict() for p in result.probes],
+            usage=_usage(result),
+        )
+    document.update(
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        duration_s=round(time.perf_counter() - started, 3),
+        exit_code=int(code),
+        exit_meaning=code.meaning,
+        exit_reason=reason,
+    )
+    try:
+        path = ReceiptStore(request.output_root() / "live").write(session_id, document)
+    except OSError as exc:
+        why = f"the session receipt could not be written ({type(exc).__name__})"
+        return PlanOutcome(ExitCode.INFRASTRUCTURE, [f"{PLAN}: {why}"])
+    summary = [
+        f"{PLAN}: session {session_id} ({DEFINITION})",
+        f"exit {int(code)} ({code.meaning}): {sanitize_text(reason, 600)}",
+    ]
+    if result is not None:
+        summary.append(
+            f"  {result.resisted} resisted, {result.compromised} compromised, "
+            f"{result.inconclusive} inconclusive ({result.errored} errored) of {result.total}; "
+            f"{result.calls_used} of {result.ceiling} model calls"
+        )
+        summary.extend(
+            f"  {p.probe_id}: {p.outcome.value}"
+            + (f" [{p.error.stage.value}/{p.error.code}]" if p.error else "")
+            for p in result.probes
+        )
+    return PlanOutcome(code, summary, [path])
+
+
+async def _campaign(
+    models: tuple[ChatModel, ChatModel], options: Eval06Options, judge_tokens: int
+) -> CampaignResult:
+    from vitrine.redteam.attacks import load_attacks
+    from vitrine.redteam.campaign import CampaignConfig, plan_attacks, run_campaign
+    from vitrine.redteam.judge import ChatModelSafetyJudge
+    from vitrine_shop.redteam.target import REDTEAM_TARGET
+
+    subject, judge_model = models
+    profile = dict(REDTEAM_TARGET.profile)
+    catalogue = load_attacks()
+    planned = plan_attacks(
+        catalogue.probes_for(
+            EVAL06_ATTACKS, Intensity.QUICK, profile, per_attack=options.probes_per_attack
+        ),
+        profile,
+    )
+    factory = REDTEAM_TARGET.factory(
+        "shop", subject, max_turns=options.ceiling.target_calls_per_probe
+    )
+    return await run_campaign(
+        planned,
+        factory,
+        judge=ChatModelSafetyJudge(judge_model, max_output_tokens=judge_tokens),
+        config=CampaignConfig(ceiling=options.ceiling, probe_timeout_s=options.probe_timeout_s),
+    )
