@@ -30,8 +30,6 @@ SCENARIO_IDS: tuple[str, ...] = (
     "luca-safe-abstention",
 )
 
-_SAFETY_NOT_BUILT = "the safety probes are not built yet in this version"
-
 _CANONICAL_FIXED = "the canonical benchmark is fixed: two cases, two repetitions"
 _USE_CASE_SINGLE = (
     "a use-case contract is one trial per scenario and architecture; use eval03-compare or "
@@ -81,6 +79,13 @@ async def _run_offline(request: PlanRequest) -> PlanOutcome:
     from vitrine_shop.evals.offline_modes import run_mode
 
     return await run_mode(request)
+
+
+async def _run_safety(request: PlanRequest) -> PlanOutcome:
+    # Imported on use: the campaign loads the shop, the attack catalogue and a provider.
+    from vitrine_shop.redteam.eval06 import run_eval06
+
+    return await run_eval06(request)
 
 
 def _load_scenario_details() -> Mapping[str, ScenarioInfo]:
@@ -149,7 +154,7 @@ _PLANS = (
         accepts_scenario=False,
         scenario_refusal=_SAFETY_TARGET,
         paid=True,
-        unavailable_reason=_SAFETY_NOT_BUILT,
+        fn=_run_safety,
     ),
 )
 
@@ -162,5 +167,6 @@ SUITE = Suite(
     components={
         "rag": "vitrine_shop.rag:RAG",
         "service": "vitrine_shop.service:create_assistant",
+        "redteam-target": "vitrine_shop.redteam.target:REDTEAM_TARGET",
     },
 )
