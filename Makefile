@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test lint typecheck unit clean
+.PHONY: setup run test lint typecheck unit behaviour clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,10 +24,22 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# The behaviour tests need a running service; `behaviour` starts one.
 unit: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --ignore=tests/behaviour
 
-test: lint typecheck unit
+# The 60 behaviour tests over real HTTP: a service on a free loopback port, stopped on any exit.
+behaviour: setup
+	@set -eu; \
+	port=$$($(BIN)/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'); \
+	mkdir -p .vitrine/behaviour; \
+	$(BIN)/vitrine serve --port $$port --log-file .vitrine/behaviour/service.log 2>.vitrine/behaviour/service.err & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null || true; wait $$pid 2>/dev/null || true' EXIT INT TERM; \
+	$(BIN)/python -m vitrine.service.process wait http://127.0.0.1:$$port --pid $$pid --timeout 120; \
+	EVAL_API_URL=http://127.0.0.1:$$port VITRINE_REQUIRE_SERVICE=1 \
+	  $(BIN)/python -m pytest tests/behaviour -m "not adversarial" --vitrine-report .vitrine/behaviour
+
+test: lint typecheck unit behaviour
 
 clean:
 	rm -rf $(VENV) .vitrine .pytest_cache .mypy_cache .ruff_cache
