@@ -33,8 +33,10 @@ def verdicts(ids, met=None):
 
 
 def criterion_ids(response_format):
-    schema = response_format["json_schema"]["schema"] if "json_schema" in response_format else (
-        response_format
+    schema = (
+        response_format["json_schema"]["schema"]
+        if "json_schema" in response_format
+        else (response_format)
     )
     return schema["properties"]["verdicts"]["items"]["properties"]["criterion"]["enum"]
 
@@ -100,8 +102,11 @@ def chat_request(body) -> ChatRequest:
             ChatMessage(m["role"], m.get("content"), calls, m.get("tool_call_id"), m.get("name"))
         )
     tools = tuple(
-        ToolSpec(t["function"]["name"], t["function"].get("description", ""),
-                 t["function"].get("parameters", {}))
+        ToolSpec(
+            t["function"]["name"],
+            t["function"].get("description", ""),
+            t["function"].get("parameters", {}),
+        )
         for t in body.get("tools") or ()
     )
     fmt = body.get("response_format")

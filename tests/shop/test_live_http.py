@@ -43,8 +43,14 @@ def first_then_scripted(*faults):
 
 
 async def run(tmp_path, server, spec, scenarios, repetitions=1, **env):
-    request = PlanRequest(plan=spec.name, scenarios=tuple(scenarios), repetitions=repetitions,
-                          confirm_paid=True, provider="openai", output=tmp_path)
+    request = PlanRequest(
+        plan=spec.name,
+        scenarios=tuple(scenarios),
+        repetitions=repetitions,
+        confirm_paid=True,
+        provider="openai",
+        output=tmp_path,
+    )
     options = LiveOptions(environ=live_env(server, **env))
     return await run_live_plan(spec, request, options)
 

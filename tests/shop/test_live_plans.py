@@ -30,16 +30,27 @@ def models(subject=None, judge=None):
     return LiveModels(
         subject or PaidScripted(),
         judge or FakeJudge(),
-        {"provider": "openai", "model": "m", "judge_model": "judge-model",
-         "judge_shares_subject": False, "endpoint": "https://leak.example.com"},
+        {
+            "provider": "openai",
+            "model": "m",
+            "judge_model": "judge-model",
+            "judge_shares_subject": False,
+            "endpoint": "https://leak.example.com",
+        },
         {"ready": True, "reason": "ready", "paid": True},
         True,
     )
 
 
 def request(tmp_path, plan, scenarios=ALL, repetitions=1):
-    return PlanRequest(plan=plan, scenarios=tuple(scenarios), repetitions=repetitions,
-                       confirm_paid=True, provider="openai", output=tmp_path)
+    return PlanRequest(
+        plan=plan,
+        scenarios=tuple(scenarios),
+        repetitions=repetitions,
+        confirm_paid=True,
+        provider="openai",
+        output=tmp_path,
+    )
 
 
 async def run(tmp_path, spec, *, scenarios=ALL, repetitions=1, **kw):
@@ -110,8 +121,13 @@ async def test_one_unmeasured_trial_among_measured_ones_is_an_incomplete_session
 
 async def test_a_subject_provider_failure_is_not_measured_without_a_judge_call_or_leak(tmp_path):
     judge = FakeJudge()
-    outcome = await run(tmp_path, EVAL02, scenarios=ALL[:2],
-                        subject=PaidScripted(fail_with=provider_failure()), judge=judge)
+    outcome = await run(
+        tmp_path,
+        EVAL02,
+        scenarios=ALL[:2],
+        subject=PaidScripted(fail_with=provider_failure()),
+        judge=judge,
+    )
     # The workflow keeps answering on its code path, but quality is not measured.
     assert outcome.exit_code is ExitCode.NOT_MEASURED
     assert judge.calls == 0
@@ -124,8 +140,13 @@ async def test_a_subject_provider_failure_is_not_measured_without_a_judge_call_o
 
 async def test_an_agent_whose_provider_fails_is_not_measured_on_every_check(tmp_path):
     judge = FakeJudge()
-    outcome = await run(tmp_path, EVAL01, scenarios=ALL[:1],
-                        subject=PaidScripted(fail_with=provider_failure()), judge=judge)
+    outcome = await run(
+        tmp_path,
+        EVAL01,
+        scenarios=ALL[:1],
+        subject=PaidScripted(fail_with=provider_failure()),
+        judge=judge,
+    )
     assert outcome.exit_code is ExitCode.NOT_MEASURED
     assert judge.calls == 0
     trial = receipt(tmp_path)["trials"][0]
@@ -199,8 +220,13 @@ async def test_eval05_three_successes_of_four_fail_the_floor(tmp_path):
 
 
 async def test_zero_measured_stochastic_trials_have_no_estimate_and_exit_3(tmp_path):
-    outcome = await run(tmp_path, EVAL04, scenarios=ALL[:1], repetitions=4,
-                        subject=PaidScripted(fail_with=provider_failure()))
+    outcome = await run(
+        tmp_path,
+        EVAL04,
+        scenarios=ALL[:1],
+        repetitions=4,
+        subject=PaidScripted(fail_with=provider_failure()),
+    )
     assert outcome.exit_code is ExitCode.NOT_MEASURED
     (row,) = receipt(tmp_path)["whole_trial"]
     assert row["measured"] == 0 and row["wilson_95"] is None and row["estimate"] is None
@@ -233,8 +259,14 @@ async def test_every_progress_start_has_its_terminal_event(tmp_path):
     from vitrine.progress import NodeEnded, NodeStarted
 
     events = []
-    req = PlanRequest(plan="eval01-agent", scenarios=ALL[:2], confirm_paid=True,
-                      provider="openai", output=tmp_path, progress=events.append)
+    req = PlanRequest(
+        plan="eval01-agent",
+        scenarios=ALL[:2],
+        confirm_paid=True,
+        provider="openai",
+        output=tmp_path,
+        progress=events.append,
+    )
     await run_live_plan(EVAL01, req, LiveOptions(models=models(), environ={}))
     for start, end, key in (
         (NodeStarted, NodeEnded, lambda e: e.node),

@@ -35,7 +35,10 @@ class OneReply:
         return self.reply
 
 
-def reply(verdicts, summary="done", usage=TokenUsage(120, 40)):
+USAGE = TokenUsage(120, 40)
+
+
+def reply(verdicts, summary="done", usage=USAGE):
     return ChatCompletion(json.dumps({"verdicts": verdicts, "summary": summary}), usage=usage)
 
 

@@ -22,8 +22,15 @@ def test_a_receipt_round_trips_and_is_appended_to_the_index(tmp_path):
 def test_every_string_is_scrubbed_on_the_way_to_disk(tmp_path):
     store = ReceiptStore(tmp_path)
     sid = new_session_id()
-    store.write(sid, {"plan": "p", "exit_code": 0, "note": "call https://secret.example.net/v1",
-                      "nested": [{"k": "api_key=sk-abcdefghijklmnopqrstuvwxyz"}]})
+    store.write(
+        sid,
+        {
+            "plan": "p",
+            "exit_code": 0,
+            "note": "call https://secret.example.net/v1",
+            "nested": [{"k": "api_key=sk-abcdefghijklmnopqrstuvwxyz"}],
+        },
+    )
     text = (tmp_path / "live-sessions" / sid / "outcome.json").read_text()
     assert "secret.example.net" not in text
     assert "sk-abcdefghijklmnopqrstuvwxyz" not in text

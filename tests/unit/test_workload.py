@@ -28,8 +28,9 @@ def test_the_preview_states_ceilings_and_that_request_counts_can_be_larger():
 
 def test_an_empty_workload_is_refused():
     with pytest.raises(ValueError, match="at least one scenario"):
-        WorkloadPreview("x", (), ("a",), 1, subject_max_output_tokens=1,
-                        judge_max_output_tokens=1, paid=True)
+        WorkloadPreview(
+            "x", (), ("a",), 1, subject_max_output_tokens=1, judge_max_output_tokens=1, paid=True
+        )
 
 
 def test_a_paid_plan_called_without_confirmation_is_refused():
