@@ -19,7 +19,13 @@ from typing import Any
 
 from vitrine.redact import describe_exception
 
-__all__ = ["DATABASE_URL_ENV", "DatabaseUnavailable", "database_url", "embedded_server_url"]
+__all__ = [
+    "DATABASE_URL_ENV",
+    "DatabaseUnavailable",
+    "database_url",
+    "embedded_server_url",
+    "release_embedded_servers",
+]
 
 DATABASE_URL_ENV = "VITRINE_DATABASE_URL"
 
@@ -93,3 +99,17 @@ def embedded_server_url(pgdata: Path) -> str:
                 ) from exc
             _servers[pgdata] = server
         return str(server.get_uri())
+
+
+def release_embedded_servers() -> None:
+    """Detach this process from every embedded server it started, now rather than at exit.
+
+    The server stops if no other live process still uses it. pgserver does the same from an
+    exit hook; calling it earlier matters where the data directory may vanish before exit
+    (a test session's temporary folders).
+    """
+    with _lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
+        server.cleanup()

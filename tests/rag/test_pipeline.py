@@ -1,0 +1,133 @@
+"""The pipeline end to end on the shop's pages, with the real model and real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vitrine.rag.chunking import load_knowledge_base
+from vitrine.rag.command import main
+from vitrine.rag.ingest import ingest
+from vitrine.rag.metrics import context_recall_ids
+from vitrine.rag.pipeline import retrieve
+
+REMOVED_PAGE = "delivery-options.md"
+
+
+def _mean_recall(items, embedder, store, table) -> float:
+    retrieved = retrieve([i.question for i in items], embedder, store, table, 4)
+    recalls = [
+        context_recall_ids([c.id for c in r.chunks], i.relevant_chunk_ids)
+        for i, r in zip(items, retrieved, strict=True)
+    ]
+    return sum(recalls) / len(recalls)
+
+
+def test_removing_a_relevant_page_lowers_context_recall_for_its_items(
+    shop_kb, shop_items, minilm, store
+):
+    from vitrine_shop.rag import KNOWLEDGE_DIR
+
+    needing = [
+        i
+        for i in shop_items
+        if any(c.startswith("delivery-options#") for c in i.relevant_chunk_ids)
+    ]
+    assert len(needing) >= 3
+    without = load_knowledge_base(KNOWLEDGE_DIR, exclude=[REMOVED_PAGE])
+    assert REMOVED_PAGE not in without.pages
+    ingest(shop_kb, minilm, store, "t_full")
+    ingest(without, minilm, store, "t_without_delivery")
+    full = _mean_recall(needing, minilm, store, "t_full")
+    ablated = _mean_recall(needing, minilm, store, "t_without_delivery")
+    assert full >= 0.75
+    assert ablated < full
+    assert ablated == 0.0  # the only chunks that answer them are gone
+
+
+def test_eval_answers_all_43_items_and_reports_every_metric(vitrine_home: Path, database, tmp_path):
+    pytest.importorskip("sentence_transformers")
+    json_copy = tmp_path / "out" / "rag.json"
+    code = main(
+        ["eval", "--json-report", str(json_copy), "--html-report", str(tmp_path / "r.html")]
+    )
+    report = json.loads(json_copy.read_text())
+    assert code == report["exit_code"] == 0
+    assert report["schema_version"] == "vitrine.rag-report/1"
+    assert len(report["items"]) == 43
+    assert report["top_k"] == 4
+    assert set(report["metrics"]) == {
+        "faithfulness",
+        "answer_relevancy",
+        "context_precision",
+        "context_recall",
+        "abstention_accuracy",
+    }
+    assert all(m["method"].startswith(("non-llm:", "exact:")) for m in report["metrics"].values())
+    assert "non-LLM forms" in report["forms_summary"]
+    unanswerable = [i for i in report["items"] if not i["has_relevant_chunk"]]
+    assert all(i["scores"]["context_recall"]["state"] == "not_applicable" for i in unanswerable)
+    assert all(len(i["retrieved"]) == 4 for i in report["items"])
+    html = (tmp_path / "r.html").read_text()
+    assert "Content-Security-Policy" in html and "<script" not in html
+    assert list((vitrine_home / "reports").glob("rag-*/report.json"))
+
+
+def test_prod_mode_without_a_key_exits_4_and_writes_nothing(
+    vitrine_home: Path, monkeypatch, tmp_path, capsys
+):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("VITRINE_HOME", str(tmp_path / "home"))
+    assert main(["eval", "--embedding-mode", "prod"]) == 4
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize(
+    "argv", [["eval", "--top-k", "0"], ["eval", "--embedding-mode", "test"], ["nope"], []]
+)
+def test_bad_arguments_exit_2(argv, capsys):
+    assert main(argv) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_rendered_html_escapes_untrusted_answers():
+    from vitrine.rag.report import render_html
+
+    report = {
+        "exit_code": 0,
+        "exit_meaning": "pass",
+        "items": [
+            {
+                "id": "x",
+                "question": "<img src=x onerror=alert(1)>",
+                "has_relevant_chunk": True,
+                "generation_error": None,
+                "answer": "<script>alert(1)</script>",
+                "abstained": False,
+                "citations": [],
+                "retrieved": [],
+                "relevant_chunk_ids": [],
+                "scores": {},
+            }
+        ],
+        "top_k": 4,
+        "wall_s": 1.0,
+        "knowledge_base": {
+            "pages": 1,
+            "chunks": 1,
+            "table": "t",
+            "embedding_model": "m",
+            "embedding_mode": "dev",
+        },
+        "generator": {"id": "g", "provenance": "offline"},
+        "forms_summary": "non-LLM",
+        "thresholds": {"source": "f", "relevance_threshold": 0.4, "claim_cosine_threshold": 0.5},
+        "metrics": {},
+        "interval_method": "bootstrap",
+    }
+    html = render_html(report)
+    assert "<script>alert" not in html and "&lt;script&gt;" in html
+    assert "<img src=x" not in html
