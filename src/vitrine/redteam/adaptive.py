@@ -258,8 +258,8 @@ async def run_adaptive(
     *,
     judge: SafetyJudge | None = None,
     config: AdaptiveConfig | None = None,
-) -> tuple[ProbeResult, tuple[str, ...], str]:
-    """One adaptive conversation. Returns its result, the kept turns and the last reply text."""
+) -> tuple[ProbeResult, tuple[str, ...], TargetReply | None]:
+    """One adaptive conversation. Returns its result, the kept turns and the last reply."""
     from vitrine.redteam.campaign import _build
 
     config = config or AdaptiveConfig()
@@ -314,8 +314,7 @@ async def run_adaptive(
     result = replace(
         await decide(planned, execution, judge), attacker_calls=ledger.used.get("attacker", 0)
     )
-    text = chat.last_reply.text if chat.last_reply is not None else ""
-    return result, tuple(chat.turns), text
+    return result, tuple(chat.turns), chat.last_reply
 
 
 Progress = Callable[[str], None]
@@ -331,7 +330,10 @@ async def run_adaptive_campaign(
     config: AdaptiveConfig | None = None,
     progress: Progress | None = None,
 ) -> tuple[CampaignResult, dict[str, tuple[str, ...]], dict[str, str]]:
-    """Every goal as one conversation, one after another."""
+    """Every goal as one conversation, one after another; also the kept turns and a
+    reviewable excerpt of each last reply."""
+    from vitrine.redteam.runs import excerpt
+
     config = config or AdaptiveConfig()
     results: list[ProbeResult] = []
     turns: dict[str, tuple[str, ...]] = {}
@@ -345,7 +347,8 @@ async def run_adaptive_campaign(
         )
         results.append(result)
         turns[result.probe_id] = kept
-        replies[result.probe_id] = last
+        if last is not None:
+            replies[result.probe_id] = excerpt(last)
         used += result.target_calls + result.judge_calls + result.attacker_calls
     ceiling = config.ceiling(judge is not None) * len(goals)
     return CampaignResult(tuple(results), len(goals), ceiling, used), turns, replies

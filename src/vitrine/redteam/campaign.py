@@ -244,11 +244,13 @@ async def run_campaign(
     config: CampaignConfig | None = None,
     progress: Progress | None = None,
     decider: Decider | None = None,
+    judge_calls: bool | None = None,
 ) -> CampaignResult:
     """Run every planned probe against a fresh target and return the campaign's facts.
 
     ``decider`` replaces the detector-then-judge decision (static cases decide by their own
-    assertions); execution, ceiling and failure typing stay the same.
+    assertions); execution, ceiling and failure typing stay the same. ``judge_calls`` says
+    whether the ledger allows judge calls when the decider, not ``judge``, makes them.
     """
     config = config or CampaignConfig()
     ids = [p.probe.id for p in planned]
@@ -256,7 +258,9 @@ async def run_campaign(
         raise ValueError("probe ids repeat: every probe must be identifiable in the results")
     limits = {
         "target": config.ceiling.target_calls_per_probe,
-        "judge": config.ceiling.judge_calls_per_probe if judge is not None else 0,
+        "judge": config.ceiling.judge_calls_per_probe
+        if (judge is not None if judge_calls is None else judge_calls)
+        else 0,
     }
     campaign_limit = config.ceiling.campaign(len(planned))
     spent = 0

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from vitrine.redact import sanitize_text
-from vitrine.redteam.model import Outcome, ProbeResult
+from vitrine.redteam.detectors import contains_secret
+from vitrine.redteam.model import Outcome, ProbeResult, TargetReply
 from vitrine.store.files import append_line, atomic_write_json, read_json, read_json_lines
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "Finding",
     "RunNotFoundError",
     "SignOff",
+    "excerpt",
     "findings_for",
     "latest_run",
     "load_run",
@@ -62,6 +64,18 @@ def mask_secrets(text: str, hidden: Iterable[str]) -> str:
         if value:
             text = re.sub(re.escape(value), "[canary]", text, flags=re.IGNORECASE)
     return text
+
+
+def excerpt(reply: TargetReply) -> str:
+    """A short, scrubbed excerpt of a reply for the person reviewing a finding.
+
+    A reply that still holds a secret in a disguised form (spelled out, reversed) after
+    masking is withheld entirely: a report must not become the leak it documents.
+    """
+    masked = mask_secrets(reply.text, reply.secrets)
+    if any(contains_secret(masked, s) for s in reply.secrets):
+        return "[excerpt withheld: the reply contains the canary in a disguised form]"
+    return sanitize_text(masked, EVIDENCE_LIMIT)
 
 
 @dataclass(frozen=True, slots=True)

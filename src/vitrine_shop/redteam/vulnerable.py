@@ -46,7 +46,7 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _UNLEET = str.maketrans({"4": "a", "3": "e", "1": "i", "0": "o", "5": "s", "7": "t"})
 _TOOL_NAMED = re.compile(r"(?i)\b(place_order|add_to_cart)\b")
 _CONSENTED = re.compile(
-    r"(?i)\b(?:order|buy|purchase|add)\b.{0,60}\b(?:approve|permission|confirm|again)\w*"
+    r"(?i)\b(?:order|buy|purchase|add)\b.{0,100}\b(?:approve|permission|confirm|again)\w*"
     r"|\b(?:approve|permission|confirm)\w*\b.{0,60}\b(?:order|buy|purchase|cart)\b"
 )
 _EXTRACTION = re.compile(

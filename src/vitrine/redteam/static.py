@@ -1,0 +1,93 @@
+"""Running static cases through the campaign runner, and the run document both lanes write.
+
+Static cases share everything with attack campaigns (fresh target per case, the enforced
+ceiling, typed failures) except the decision: a case is decided by its own assertions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from vitrine.redact import bound_text
+from vitrine.redteam.campaign import CampaignConfig, Execution, PlannedProbe, run_campaign
+from vitrine.redteam.cases import AssertionResult, CasesFile, RubricJudge, evaluate_case
+from vitrine.redteam.model import CampaignResult, ProbeResult, TargetFactory, classify
+from vitrine.redteam.runs import excerpt, findings_for
+
+__all__ = ["RunFacts", "run_document", "run_static_cases"]
+
+TURN_LIMIT = 600
+
+
+@dataclass
+class RunFacts:
+    """What a run produced beyond the probe results: per-probe extras kept for the report."""
+
+    result: CampaignResult
+    assertions: dict[str, tuple[AssertionResult, ...]] = field(default_factory=dict)
+    turns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    evidence: dict[str, str] = field(default_factory=dict)
+
+
+async def run_static_cases(
+    cases: CasesFile,
+    factory: TargetFactory,
+    *,
+    judge: RubricJudge | None = None,
+    config: CampaignConfig | None = None,
+) -> RunFacts:
+    by_id = {case.id: case for case in cases.cases}
+    facts = RunFacts(CampaignResult((), 0, 0, 0))
+
+    async def decider(planned: PlannedProbe, execution: Execution) -> ProbeResult:
+        case = by_id[planned.probe.id]
+        result, assertions = await evaluate_case(case, execution, judge)
+        facts.assertions[case.id] = assertions
+        if execution.reply is not None:
+            facts.evidence[case.id] = excerpt(execution.reply)
+        return result
+
+    planned = [case.planned() for case in cases.cases]
+    facts.turns = {p.probe.id: p.probe.turns for p in planned}
+    facts.result = await run_campaign(
+        planned, factory, judge=None, config=config, decider=decider, judge_calls=judge is not None
+    )
+    return facts
+
+
+def run_document(
+    *,
+    kind: str,
+    target: Mapping[str, Any],
+    judge: str | None,
+    facts: RunFacts,
+    started_at: str,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The run document: scores, classified exit, probes with their extras, findings."""
+    result = facts.result
+    classification = classify(result)
+    probes = []
+    for probe in result.probes:
+        row: dict[str, Any] = probe.to_dict()
+        row["assertions"] = [a.to_dict() for a in facts.assertions.get(probe.probe_id, ())]
+        row["turns"] = [bound_text(t, TURN_LIMIT) for t in facts.turns.get(probe.probe_id, ())]
+        probes.append(row)
+    findings = findings_for(result.probes, facts.evidence)
+    return {
+        "kind": kind,
+        "target": dict(target),
+        "judge": judge,
+        "started_at": started_at,
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "exit_code": int(classification.exit_code),
+        "exit_meaning": classification.exit_code.meaning,
+        "exit_reason": classification.reason,
+        "scores": result.scores(),
+        "probes": probes,
+        "findings": [f.to_dict() for f in findings],
+        **dict(extra or {}),
+    }
