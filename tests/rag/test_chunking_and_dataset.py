@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def test_a_long_section_splits_within_the_size_with_overlap():
     assert len(chunks) > 3
     assert all(len(c.text) <= 300 for c in chunks)
     assert [c.ordinal for c in chunks] == list(range(len(chunks)))
-    for before, after in zip(chunks, chunks[1:], strict=False):
+    for before, after in itertools.pairwise(chunks):
         last = split_sentences(before.text)[-1]
         assert after.text.startswith(last), "the next chunk repeats the boundary sentence"
 
