@@ -6,8 +6,8 @@ used, allow-listed and bounded), ``message.delta`` (chunks of the answer), ``mes
 ``error`` event whose message is fixed text: nothing an exception says reaches a client.
 
 Everything refused before a stream starts is an ``application/problem+json`` document (RFC
-9457) with a 4xx status: bad input, unknown persona or session, a body over the size limit, a
-client over its rate. The request id of every response is in ``X-Request-ID`` and in the
+9457) with a 4xx status: bad input (400, 422), an unknown persona or session (404), a body
+over the size limit (413), a client over its rate (429). The request id of every response is in ``X-Request-ID`` and in the
 service log, so a client and an operator can point at the same request.
 """
 
@@ -28,6 +28,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.exceptions import HTTPException
 
 from vitrine.redact import describe_exception, sanitize_text
 from vitrine.service.limits import Session, SessionStore, TokenBuckets
@@ -152,13 +153,23 @@ def _problem_response(error: ProblemError) -> JSONResponse:
     )
 
 
+_EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": list(EVENT_TYPES)},
+        "data": {"type": "string", "description": "one JSON object"},
+    },
+    "required": ["event", "data"],
+}
+
 _PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "description": text, "content": {_PROBLEM: {}}}
     for status, text in (
-        (404, "unknown or expired session"),
+        (400, "the body cannot be read (not UTF-8 JSON)"),
+        (404, "unknown persona, or unknown or expired session"),
         (409, "the session belongs to another persona"),
         (413, "request body over the size limit"),
-        (422, "invalid request: wrong types, blank or too long message, unknown persona"),
+        (422, "invalid request: wrong types, a blank or too long message"),
         (429, "rate limit exceeded; see Retry-After"),
         (503, "the assistant is not ready yet; see Retry-After"),
     )
@@ -229,6 +240,17 @@ def create_app(assistant: Assistant, config: ServiceConfig | None = None) -> Ser
             media_type=_PROBLEM,
         )
 
+    @app.exception_handler(HTTPException)
+    async def _on_http(_: Request, exc: HTTPException) -> JSONResponse:
+        # Starlette's own refusals (an unreadable body, a wrong method) as problem details too.
+        title = "Unreadable body" if exc.status_code == 400 else "Request refused"
+        return JSONResponse(
+            _problem_body(exc.status_code, "http", title, sanitize_text(str(exc.detail), 160)),
+            status_code=exc.status_code,
+            media_type=_PROBLEM,
+            headers=exc.headers,
+        )
+
     @app.exception_handler(Exception)
     async def _on_unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.error("unexpected error: %s", describe_exception(exc))
@@ -260,7 +282,8 @@ def create_app(assistant: Assistant, config: ServiceConfig | None = None) -> Ser
             200: {
                 "description": "server-sent events: tool.call, message.delta, message.final "
                 "or error",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                # One schema per event: schema tools validate each event of the stream.
+                "content": {"text/event-stream": {"schema": _EVENT_SCHEMA}},
             },
             **_PROBLEM_RESPONSES,
         },
@@ -320,8 +343,9 @@ def _session_for(state: _State, body: ChatBody) -> Session:
         state.assistant.check_persona(body.persona_id)
     except UnknownPersonaError as exc:
         known = ", ".join(exc.known[:20])
+        # 404, like an unknown session: the request is well formed but names nothing we have.
         raise ProblemError(
-            422,
+            404,
             "unknown-persona",
             "Unknown persona",
             f"unknown persona {exc.persona_id!r}; known personas: {known}",
