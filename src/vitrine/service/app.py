@@ -7,8 +7,9 @@ used, allow-listed and bounded), ``message.delta`` (chunks of the answer), ``mes
 
 Everything refused before a stream starts is an ``application/problem+json`` document (RFC
 9457) with a 4xx status: bad input (400, 422), an unknown persona or session (404), a body
-over the size limit (413), a client over its rate (429). The request id of every response is in ``X-Request-ID`` and in the
-service log, so a client and an operator can point at the same request.
+over the size limit (413), a client over its rate (429). The request id of every response is
+in ``X-Request-ID`` and in the service log, so a client and an operator can point at the same
+request.
 """
 
 from __future__ import annotations
