@@ -24,6 +24,7 @@ from vitrine.redteam.ledger import CallLedger, CeilingReached, CountingChatModel
 from vitrine.redteam.model import (
     CampaignResult,
     FailureStage,
+    ModelWrapper,
     Outcome,
     Probe,
     ProbeError,
@@ -38,6 +39,7 @@ __all__ = [
     "CampaignConfig",
     "Execution",
     "PlannedProbe",
+    "callable_target",
     "execute_probe",
     "plan_attacks",
     "run_campaign",
@@ -79,6 +81,30 @@ class Execution:
     error: ProbeError | None
     truncated: bool
     ledger: CallLedger
+
+
+class _CallableTarget:
+    def __init__(self, fn: Callable[[Probe], Awaitable[str | TargetReply]]) -> None:
+        self._fn = fn
+
+    async def respond(self, probe: Probe) -> TargetReply:
+        answer = await self._fn(probe)
+        return answer if isinstance(answer, TargetReply) else TargetReply(text=answer)
+
+
+def callable_target(fn: Callable[[Probe], Awaitable[str | TargetReply]]) -> TargetFactory:
+    """A target factory for a plain async callable: ``await fn(probe)`` gives text or a reply.
+
+    Such a target uses no :class:`ChatModel` the campaign can see, so its calls are not on the
+    ledger; only its reply is judged. A callable that returns bare text keeps no journal and
+    knows no canary, so tool and canary detectors stay silent for it.
+    """
+
+    def build(wrap: ModelWrapper) -> Target:
+        del wrap  # nothing to wrap: the callable talks to whatever it talks to
+        return _CallableTarget(fn)
+
+    return build
 
 
 def plan_attacks(
