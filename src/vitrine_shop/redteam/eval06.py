@@ -192,9 +192,9 @@ async def _campaign(
         ),
         profile,
     )
-    factory = REDTEAM_TARGET.factory(
-        "shop", subject, max_turns=options.ceiling.target_calls_per_probe
-    )
+    # The assistant keeps its own turn and tool budgets; the ceiling is the mechanical
+    # backstop above them, so a probe that reaches it is truncated, never quietly cut short.
+    factory = REDTEAM_TARGET.factory("shop", subject)
     return await run_campaign(
         planned,
         factory,
