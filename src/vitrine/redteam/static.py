@@ -30,6 +30,7 @@ class RunFacts:
     assertions: dict[str, tuple[AssertionResult, ...]] = field(default_factory=dict)
     turns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     evidence: dict[str, str] = field(default_factory=dict)
+    descriptions: dict[str, str] = field(default_factory=dict)
 
 
 async def run_static_cases(
@@ -52,6 +53,7 @@ async def run_static_cases(
 
     planned = [case.planned() for case in cases.cases]
     facts.turns = {p.probe.id: p.probe.turns for p in planned}
+    facts.descriptions = {case.id: case.description for case in cases.cases}
     facts.result = await run_campaign(
         planned, factory, judge=None, config=config, decider=decider, judge_calls=judge is not None
     )
@@ -74,6 +76,7 @@ def run_document(
     for probe in result.probes:
         row: dict[str, Any] = probe.to_dict()
         row["assertions"] = [a.to_dict() for a in facts.assertions.get(probe.probe_id, ())]
+        row["description"] = facts.descriptions.get(probe.probe_id, "")
         row["turns"] = [bound_text(t, TURN_LIMIT) for t in facts.turns.get(probe.probe_id, ())]
         probes.append(row)
     findings = findings_for(result.probes, facts.evidence)
