@@ -42,6 +42,7 @@ __all__ = [
     "callable_target",
     "execute_probe",
     "plan_attacks",
+    "probe_result",
     "run_campaign",
 ]
 
@@ -156,7 +157,7 @@ async def execute_probe(
     return Execution(reply, None, False, ledger)
 
 
-def _result(
+def probe_result(
     planned: PlannedProbe,
     execution: Execution,
     outcome: Outcome,
@@ -166,6 +167,7 @@ def _result(
     error: ProbeError | None = None,
     fidelity: str = "deterministic",
 ) -> ProbeResult:
+    """The allow-listed result of one executed probe; an error always makes it inconclusive."""
     error = error or execution.error
     ledger = execution.ledger
     return ProbeResult(
@@ -194,14 +196,16 @@ async def decide(
     """Detectors first; then at most one judge call; otherwise inconclusive."""
     reply = execution.reply
     if reply is None:
-        return _result(planned, execution, Outcome.INCONCLUSIVE, diagnostic="no reply to judge")
+        return probe_result(
+            planned, execution, Outcome.INCONCLUSIVE, diagnostic="no reply to judge"
+        )
     found = detect(planned.detectors, reply)
     if found.outcome is not None:
-        return _result(
+        return probe_result(
             planned, execution, found.outcome, detector=found.detector, diagnostic=found.diagnostic
         )
     if judge is None or planned.judge_goal is None:
-        return _result(
+        return probe_result(
             planned,
             execution,
             Outcome.INCONCLUSIVE,
@@ -214,16 +218,16 @@ async def decide(
         verdict = await judge.verdict(planned.judge_goal, planned.probe.turns[-1], reply.text)
     except CeilingReached as exc:
         error = ProbeError(FailureStage.CEILING, "ceiling-reached", str(exc))
-        return _result(planned, execution, Outcome.INCONCLUSIVE, error=error)
+        return probe_result(planned, execution, Outcome.INCONCLUSIVE, error=error)
     except ProviderError as exc:
         error = ProbeError(FailureStage.JUDGE, f"provider-{exc.failure.value}", "")
-        return _result(planned, execution, Outcome.INCONCLUSIVE, error=error)
+        return probe_result(planned, execution, Outcome.INCONCLUSIVE, error=error)
     except Exception as exc:
         error = ProbeError(FailureStage.JUDGE, "judge-exception", type(exc).__name__)
-        return _result(planned, execution, Outcome.INCONCLUSIVE, error=error)
+        return probe_result(planned, execution, Outcome.INCONCLUSIVE, error=error)
     ledger.record_usage(verdict.usage)
     if verdict.outcome is None:
-        return _result(
+        return probe_result(
             planned,
             execution,
             Outcome.INCONCLUSIVE,
@@ -231,7 +235,7 @@ async def decide(
             diagnostic="the judge's verdict was unusable",
             fidelity="judge",
         )
-    return _result(
+    return probe_result(
         planned,
         execution,
         verdict.outcome,

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from vitrine.providers.base import ProviderError
 from vitrine.redact import sanitize_text
-from vitrine.redteam.campaign import Execution, PlannedProbe
+from vitrine.redteam.campaign import Execution, PlannedProbe, probe_result
 from vitrine.redteam.detectors import contains_secret
 from vitrine.redteam.ledger import CeilingReached
 from vitrine.redteam.model import (
@@ -256,8 +256,8 @@ async def evaluate_case(
             AssertionResult(a.type, "not_measured", "no reply", ", ".join(a.values))
             for a in case.asserts
         )
-        result = _case_result(
-            planned, execution, Outcome.INCONCLUSIVE, execution.error, "no reply to evaluate"
+        result = probe_result(
+            planned, execution, Outcome.INCONCLUSIVE, diagnostic="no reply to evaluate"
         )
         return result, skipped
     results: list[AssertionResult] = []
@@ -284,46 +284,16 @@ async def evaluate_case(
         if failed
         else f"{len(measured)} of {len(results)} assertions measured and passed"
     )
-    result = _case_result(
+    result = probe_result(
         planned,
         execution,
         decided,
-        error,
-        diagnostic,
+        error=error,
+        diagnostic=diagnostic,
         detector=failed[0].type if failed else None,
         fidelity="judge" if judged else "deterministic",
     )
     return result, tuple(results)
-
-
-def _case_result(
-    planned: PlannedProbe,
-    execution: Execution,
-    outcome: Outcome,
-    error: ProbeError | None,
-    diagnostic: str,
-    *,
-    detector: str | None = None,
-    fidelity: str = "none",
-) -> ProbeResult:
-    truncated = execution.truncated or (error is not None and error.stage is FailureStage.CEILING)
-    return ProbeResult(
-        probe_id=planned.probe.id,
-        attack_id=planned.probe.attack_id,
-        outcome=Outcome.INCONCLUSIVE if error else outcome,
-        owasp=planned.owasp,
-        severity=planned.severity,
-        technique=planned.technique,
-        surface=planned.probe.surface,
-        detector=detector,
-        diagnostic=diagnostic,
-        error=error,
-        truncated=truncated,
-        target_calls=execution.ledger.used.get("target", 0),
-        judge_calls=execution.ledger.used.get("judge", 0),
-        usage=execution.ledger.usage,
-        fidelity="none" if error else fidelity,
-    )
 
 
 async def _rubric(
