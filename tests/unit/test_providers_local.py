@@ -221,11 +221,16 @@ async def test_a_tool_request_returns_a_valid_call_or_a_final_answer(gemma):
         assert completion.finish_reason == "tool_calls"
     else:
         assert isinstance(completion.content, str) and completion.content
-    again = await gemma.complete(request)
-    assert (again.content, [c.arguments for c in again.tool_calls]) == (
-        completion.content,
-        [c.arguments for c in completion.tool_calls],
-    )  # same seed, same request, same answer
+
+
+@pytest.mark.local_model
+async def test_the_same_seed_and_request_give_the_same_answer(gemma):
+    # Free text at a sampling temperature: only the seed makes it repeatable. (Grammar-bound
+    # calls cost far more per token, so this is checked where it is cheap.)
+    request = ChatRequest((ChatMessage("user", "Name a colour."),), max_output_tokens=8)
+    first = await gemma.complete(request)
+    second = await gemma.complete(request)
+    assert first.content == second.content
 
 
 @pytest.mark.local_model

@@ -28,6 +28,7 @@ nothing is billed.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import hashlib
 import importlib.util
@@ -167,6 +168,17 @@ class _Loaded:
 # file share the weights and the lock instead of loading twice.
 _loaded: dict[tuple[str, int, int | None, int | None], _Loaded] = {}
 _load_lock = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    # Freed by the garbage collector at interpreter exit, a llama context finds its library
+    # half torn down and prints a spurious error; closing it first avoids that.
+    with _load_lock:
+        for loaded in _loaded.values():
+            with contextlib.suppress(Exception):
+                loaded.llama.close()
+        _loaded.clear()
 
 
 class LocalGGUFModel:
