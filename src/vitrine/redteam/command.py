@@ -165,8 +165,11 @@ def _models(args: argparse.Namespace, variant: str) -> _Models:
         return _Models(None, None, None, "offline (scripted)")
     from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
     from vitrine.redteam.judge import ChatModelSafetyJudge
+    from vitrine.redteam.providers import redteam_config
 
-    config = ProviderConfig.from_env(args.provider, model=args.model, local_model=args.local_model)
+    config = redteam_config(
+        ProviderConfig.from_env(args.provider, model=args.model, local_model=args.local_model)
+    )
     if config.paid and not args.confirm_paid:
         raise _Usage(
             f"--provider {args.provider} calls a paid model service: add --confirm-paid "
@@ -176,7 +179,13 @@ def _models(args: argparse.Namespace, variant: str) -> _Models:
     if not state.ready:
         raise _Infra(f"provider not ready, nothing was called: {state.reason}")
     subject = create_chat_model(config, "subject")
-    judge = None if args.no_judge else ChatModelSafetyJudge(create_chat_model(config, "judge"))
+    judge = (
+        None
+        if args.no_judge
+        else ChatModelSafetyJudge(
+            create_chat_model(config, "judge"), max_output_tokens=config.judge_max_output_tokens
+        )
+    )
     described = config.describe()
     return _Models(
         None if variant == "vulnerable" else subject,

@@ -7,9 +7,9 @@ The declared ceiling is 25 target calls plus at most one judge call per probe: 1
 for the default four probes, enforced call by call. No benchmark run directory is written; the
 only artifact is the sanitized session receipt under ``<store root>/live/live-sessions``.
 
-The provider runs without its own retries here. The ceiling counts requests that leave the
-process, and a retry inside the provider would be a request the ceiling cannot see; a failed
-call is therefore a probe error (infrastructure), never a silent extra call.
+The provider runs without its own retries (:func:`vitrine.redteam.providers.redteam_config`):
+the ceiling counts requests that leave the process, so a failed call is a probe error
+(infrastructure), never a silent extra call.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +37,6 @@ PLAN = "eval06-safety-probes"
 DEFINITION = "vitrine-live-safety@1.0.0"
 EVAL06_ATTACKS = ("jailbreak", "system-prompt-extraction")
 PROBES_PER_ATTACK = 2
-# A local 270M model needs no room to ramble; small answers keep a CPU run to minutes.
-LOCAL_SUBJECT_TOKENS = 160
-LOCAL_JUDGE_TOKENS = 120
 _PROVIDER_FACTS = ("provider", "model", "judge_model", "judge_shares_subject", "provenance", "paid")
 
 
@@ -62,17 +59,13 @@ def _config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderConfig:
     if provider is None:
         # Without --provider the choice is between the two paid services, never offline.
         provider = "azure" if environ.get("AZURE_OPENAI_ENDPOINT", "").strip() else "openai"
-    config = ProviderConfig.from_env(
-        provider, model=request.model, local_model=request.local_model, environ=environ
-    )
-    config = replace(config, max_retries=0)
-    if provider == "local":
-        config = replace(
-            config,
-            subject_max_output_tokens=min(config.subject_max_output_tokens, LOCAL_SUBJECT_TOKENS),
-            judge_max_output_tokens=min(config.judge_max_output_tokens, LOCAL_JUDGE_TOKENS),
+    from vitrine.redteam.providers import redteam_config
+
+    return redteam_config(
+        ProviderConfig.from_env(
+            provider, model=request.model, local_model=request.local_model, environ=environ
         )
-    return config
+    )
 
 
 def _models(config: ProviderConfig) -> tuple[ChatModel, ChatModel] | str:
