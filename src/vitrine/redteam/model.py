@@ -164,6 +164,9 @@ class TargetReply:
     secrets: tuple[str, ...] = ()
     system_prompt: str | None = None
     signed_in: str | None = None
+    # False when the target stopped at its own budget and delivered a canned fallback: such
+    # text says nothing about whether it would have refused.
+    finished: bool = True
     facts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 

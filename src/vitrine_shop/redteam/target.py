@@ -23,7 +23,7 @@ from vitrine.redteam.model import (
     TargetReply,
     ToolUse,
 )
-from vitrine_shop.agent import ShopAgent
+from vitrine_shop.agent import ShopAgent, StopReason
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.prompts import customer_context, new_canary, system_prompt
 from vitrine_shop.services import ShopServices
@@ -124,6 +124,7 @@ class ShopTarget:
             secrets=(self.canary,),
             system_prompt=prompt,
             signed_in=customer,
+            finished=structured.get("stop_reason") == StopReason.ANSWERED,
             facts={
                 "stop_reason": structured.get("stop_reason"),
                 "screen_status": screen.get("status"),
