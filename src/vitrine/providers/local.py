@@ -52,7 +52,6 @@ from vitrine.providers.base import (
     ProviderFailure,
     ToolCallRequest,
     ToolSpec,
-    _plain,
 )
 
 __all__ = [
@@ -347,14 +346,14 @@ class _Mode:
             return LlamaGrammar.from_json_schema(json.dumps(self._schema(False)), verbose=False)
 
     def _schema(self, precise: bool) -> dict[str, Any]:
-        final: Any = _plain(self.schema) if self.schema is not None else {"type": "string"}
+        final: Any = _grammar_safe(self.schema) if self.schema is not None else {"type": "string"}
         if not self.tools:
             return dict(final) if precise else {"type": "object"}
         steps: list[dict[str, Any]] = [
             _object(
                 {
                     "tool": {"const": tool.name},
-                    "arguments": _plain(tool.parameters) if precise else {"type": "object"},
+                    "arguments": _grammar_safe(tool.parameters) if precise else {"type": "object"},
                 }
             )
             for tool in self.tools
@@ -385,6 +384,30 @@ class _Mode:
         raise ProviderError(
             ProviderFailure.BAD_RESPONSE, "the local model's tool step is neither a call nor final"
         )
+
+
+# Keywords llama.cpp's schema-to-grammar converter mistranslates: a regex such as GLX-\d{4}
+# becomes an unparseable rule (which crashes the native parser), and long length bounds unroll
+# into deeply nested rules. Dropping them only loosens the grammar; the tools and stage
+# schemas still validate every value the model produces.
+_UNSAFE_KEYWORDS = frozenset({"pattern", "format", "patternProperties"})
+_MAX_UNROLLED_LENGTH = 64
+
+
+def _grammar_safe(schema: Any) -> Any:
+    if isinstance(schema, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key in _UNSAFE_KEYWORDS:
+                continue
+            too_long = isinstance(value, int) and value > _MAX_UNROLLED_LENGTH
+            if key in ("maxLength", "maxItems") and too_long:
+                continue
+            out[str(key)] = _grammar_safe(value)
+        return out
+    if isinstance(schema, list | tuple):
+        return [_grammar_safe(item) for item in schema]
+    return schema
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
