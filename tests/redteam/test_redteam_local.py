@@ -7,7 +7,6 @@ sessions complete within the ceiling and report what happened, not that the mode
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -36,10 +35,7 @@ def _vitrine(*argv, tmp_path):
         text=True,
         timeout=900,
     )
-    if done.returncode == -signal.SIGSEGV:
-        # A native crash is the provider's, not a verdict about the assistant; record it as
-        # such rather than as a red-team result.
-        pytest.xfail("the local inference library crashed (SIGSEGV) before any verdict")
+    # A native crash shows as a negative return code and fails the callers' exit-code checks.
     return done
 
 
