@@ -86,7 +86,9 @@ class ChatBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+    # The pattern puts "not blank" into the published schema, so a client generating requests
+    # from it (schemathesis, a typed SDK) never sends a schema-valid message the service refuses.
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS, pattern=r"\S")
     session_id: str | None = Field(default=None, pattern=_ID_PATTERN)
     persona_id: str | None = Field(default=None, pattern=_ID_PATTERN)
 
