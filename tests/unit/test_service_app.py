@@ -181,3 +181,11 @@ async def test_chat_before_warm_up_is_503_and_health_says_why() -> None:
     async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
         health = await client.get("/health")
     assert health.status_code == 503 and health.json()["reason"] == "warming up"
+
+
+async def test_a_blank_message_is_refused_in_words_not_as_a_regex_error() -> None:
+    app = await _ready(FakeAssistant())
+    response = await _post(app, {"message": " \t "})
+    assert response.status_code == 422
+    assert "the message is blank" in response.text
+    assert "pattern" not in response.text

@@ -92,10 +92,12 @@ class ChatBody(BaseModel):
     session_id: str | None = Field(default=None, pattern=_ID_PATTERN)
     persona_id: str | None = Field(default=None, pattern=_ID_PATTERN)
 
-    @field_validator("message")
+    # Before the field's own constraints, so a blank message gets this sentence rather than a
+    # regular-expression error.
+    @field_validator("message", mode="before")
     @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+    def _not_blank(cls, value: object) -> object:
+        if isinstance(value, str) and value and not value.strip():
             raise ValueError("the message is blank: say something for the assistant to answer")
         return value
 
