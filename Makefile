@@ -25,8 +25,9 @@ typecheck: setup
 	$(BIN)/mypy
 
 # The behaviour tests need a running service; `behaviour` starts one.
+# Two workers: the local-model tests are long and single-threaded, the machine has two cores.
 unit: setup
-	$(BIN)/python -m pytest --ignore=tests/behaviour
+	$(BIN)/python -m pytest -n 2 --ignore=tests/behaviour
 
 # The 60 behaviour tests over real HTTP: a service on a free loopback port, stopped on any exit.
 behaviour: setup
