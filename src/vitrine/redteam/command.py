@@ -73,7 +73,9 @@ def _provider_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    parser = _Parser(
+        prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""), allow_abbrev=False
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = commands.add_parser("run", help="run static cases from a YAML file")
     run.add_argument("cases", nargs="?", type=Path, help="case file (default: the suite's)")
