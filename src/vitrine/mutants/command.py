@@ -1,0 +1,219 @@
+"""``vitrine mutants``: run the suite's mutant catalogue and write the kill matrix.
+
+::
+
+    vitrine mutants [--suite MODULE:ATTR] [--only ID[,ID...]] [--jobs N] [--timeout S]
+                    [--output DIR] [--json-report PATH] [--html-report PATH]
+    vitrine mutants --list
+
+The healthy subject runs first and must pass; then each mutant runs the catalogue's plan in a
+process of its own. Exit codes: 0 every must-kill mutant was killed and the score meets the
+catalogue's minimum, 1 a must-kill mutant survived or the score is short, 2 invalid arguments
+(including a suite without a "mutants" component), 3 a mutant could not be measured, 4
+infrastructure (a red healthy baseline, an errored or timed-out mutant, a broken catalogue).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from vitrine.mutants.model import MutantCatalogue
+
+__all__ = ["build_parser", "main"]
+
+PROG = "vitrine mutants"
+_OK, _USAGE, _INFRA = 0, 2, 4
+_DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # as in vitrine.cli: kept import-free
+
+
+class _Refusal(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Refusal(_USAGE, message)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _ids(text: str) -> list[str]:
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    if not ids:
+        raise argparse.ArgumentTypeError("expected one or more mutant ids separated by commas")
+    return ids
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Run the suite's mutant catalogue: the healthy subject, then each mutant "
+        "in a process of its own, and write the kill matrix.",
+        epilog="Exit codes: 0 every must-kill mutant killed and the score meets the minimum, "
+        "1 a must-kill mutant survived or the score is short, 2 invalid arguments, 3 a mutant "
+        "not measured, 4 infrastructure (red healthy baseline, errored or timed-out mutant).",
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "--suite",
+        metavar="MODULE:ATTR",
+        help=f"suite providing a 'mutants' component (default {_DEFAULT_SUITE})",
+    )
+    parser.add_argument("--only", metavar="ID[,ID...]", type=_ids, help="run only these mutants")
+    parser.add_argument("--jobs", metavar="N", type=_count, help="mutants run at once (default 2)")
+    parser.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_seconds,
+        help="seconds per mutant before it is recorded as errored (default 300)",
+    )
+    parser.add_argument(
+        "--output", metavar="DIR", type=Path, help="store root (default $VITRINE_HOME, ./.vitrine)"
+    )
+    parser.add_argument(
+        "--json-report", metavar="PATH", type=Path, help="also write matrix.json here"
+    )
+    parser.add_argument(
+        "--html-report", metavar="PATH", type=Path, help="also write matrix.html here"
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="print the catalogue and exit without running"
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``vitrine mutants``; return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except _Refusal as exc:
+        sys.stderr.write(parser.format_usage())
+        return _error(str(exc), exc.code)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else _USAGE
+    try:
+        return _run(args)
+    except _Refusal as exc:
+        return _error(str(exc), exc.code)
+    except KeyboardInterrupt:
+        return _error("interrupted: the mutants were not all run and no matrix was written", _INFRA)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from vitrine.mutants.catalogue import CatalogueImportError, suite_catalogue
+    from vitrine.mutants.runner import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MutantRunError, run_mutants
+    from vitrine.mutants.writer import refuse_directory
+    from vitrine.plans.base import UsageError
+    from vitrine.suite import SuiteLoadError, load_suite
+
+    spec = args.suite or _DEFAULT_SUITE
+    try:
+        if args.list:
+            given = _run_options(args)
+            if given:
+                raise UsageError(
+                    f"--list runs nothing, so it takes only --suite; got {', '.join(given)}"
+                )
+            _print_catalogue(suite_catalogue(load_suite(spec)))
+            return _OK
+        if args.json_report is not None and args.json_report == args.html_report:
+            raise UsageError(
+                f"--json-report and --html-report both name {args.json_report}: one would "
+                "overwrite the other"
+            )
+        refuse_directory(args.json_report, "--json-report")
+        refuse_directory(args.html_report, "--html-report")
+        matrix = asyncio.run(
+            run_mutants(
+                spec,
+                only=args.only,
+                jobs=args.jobs or DEFAULT_JOBS,
+                timeout_s=args.timeout or DEFAULT_TIMEOUT_S,
+                output=args.output,
+                json_report=args.json_report,
+                html_report=args.html_report,
+                progress=_progress,
+            )
+        )
+    except SuiteLoadError as exc:
+        raise _Refusal(int(exc.exit_code), str(exc)) from exc
+    except UsageError as exc:
+        raise _Refusal(_USAGE, str(exc)) from exc
+    except (MutantRunError, CatalogueImportError) as exc:
+        raise _Refusal(_INFRA, str(exc)) from exc
+    except OSError as exc:
+        from vitrine.redact import describe_exception
+
+        raise _Refusal(
+            _INFRA, f"the store could not be written: {describe_exception(exc)}"
+        ) from exc
+    from rich.console import Console
+
+    from vitrine.mutants.console import render_matrix_console
+
+    render_matrix_console(
+        matrix, Console(file=sys.stdout, width=None if sys.stdout.isatty() else 120)
+    )
+    return matrix.exit_code
+
+
+def _run_options(args: argparse.Namespace) -> list[str]:
+    names = ("only", "jobs", "timeout", "output", "json_report", "html_report")
+    return ["--" + name.replace("_", "-") for name in names if getattr(args, name) is not None]
+
+
+def _print_catalogue(catalogue: MutantCatalogue) -> None:
+    out = sys.stdout
+    plan = catalogue.plan or "the suite's default plan"
+    out.write(
+        f"{len(catalogue)} mutants, plan {plan}, minimum score {100 * catalogue.minimum_score:g}%"
+        + (f": {catalogue.description}" if catalogue.description else "")
+        + "\n"
+    )
+    width = max(len(mutant.id) for mutant in catalogue)
+    for mutant in catalogue:
+        flags = "" if mutant.must_kill else " (may survive)"
+        out.write(f"  {mutant.id:<{width}}  {mutant.component}{flags}: {mutant.description}\n")
+        if mutant.expected_killers:
+            out.write(f"  {'':<{width}}  expected killers: {', '.join(mutant.expected_killers)}\n")
+        if mutant.tests:
+            out.write(f"  {'':<{width}}  tests: {' '.join(mutant.tests)}\n")
+    out.flush()
+
+
+def _progress(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _error(message: str, code: int) -> int:
+    sys.stderr.write(f"{PROG}: error: {message}\n")
+    sys.stderr.flush()
+    return code

@@ -1,0 +1,139 @@
+"""The kill matrix: one versioned document that the console, JSON and HTML views all render.
+
+A board or an auditor reads ``matrix.json`` later without running anything, so everything a
+reader needs (the healthy baseline, each mutant's outcome and killers, the score against the
+promise) is in the document itself, and the store folders it names hold the evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vitrine.errors import VitrineError
+
+__all__ = [
+    "MATRIX_SCHEMA_VERSION",
+    "Baseline",
+    "KillerChange",
+    "MatrixSchemaError",
+    "MutantMatrix",
+    "MutantOutcome",
+    "MutantRow",
+    "load_matrix",
+    "matrix_json",
+]
+
+MATRIX_SCHEMA_VERSION = 1
+
+MutantOutcome = Literal["killed", "survived", "not measured", "errored"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KillerChange(_Model):
+    """One gate, check, control or test whose status under the mutant differs from healthy."""
+
+    killer: str  # "gate:NAME", "check:BENCH/ARM/KEY", "control:ID" or "test:NODEID"
+    healthy: str
+    mutant: str
+    aliases: list[str] = Field(default_factory=list)  # other names, e.g. a test's case ids
+
+
+class Baseline(_Model):
+    """The healthy subject's run: every killer is a departure from these statuses."""
+
+    exit_code: int | None
+    duration_s: float
+    statuses: dict[str, str] = Field(default_factory=dict)
+    store_dir: str  # relative to the session folder
+
+
+class MutantRow(_Model):
+    id: str
+    component: str
+    description: str
+    must_kill: bool
+    outcome: MutantOutcome
+    exit_code: int | None  # None: the worker never reported one (crash, timeout)
+    duration_s: float
+    reason: str  # why this outcome, in one sentence
+    killers: list[KillerChange] = Field(default_factory=list)
+    expected_killers: list[str] = Field(default_factory=list)
+    expected_and_seen: list[str] = Field(default_factory=list)
+    expected_not_seen: list[str] = Field(default_factory=list)
+    seen_unexpectedly: list[str] = Field(default_factory=list)
+    store_dir: str  # relative to the session folder
+
+    @property
+    def killer_names(self) -> list[str]:
+        return [change.killer for change in self.killers]
+
+
+class MutantMatrix(_Model):
+    """The kill matrix: every mutant, the killers that noticed it, and the mutation score."""
+
+    schema_version: int = MATRIX_SCHEMA_VERSION
+    suite: str
+    plan: str
+    session_id: str
+    started_at: str
+    duration_s: float
+    description: str = ""
+    baseline: Baseline
+    killers: list[str]  # the matrix columns: every killer that changed for some mutant
+    mutants: list[MutantRow]
+    killed: int
+    total: int
+    score: float
+    minimum_score: float
+    must_kill_survivors: list[str]
+    exit_code: int
+    exit_reason: str
+    notes: list[str] = Field(default_factory=list)
+    artifacts: dict[str, str] = Field(default_factory=dict)
+
+    def kills(self, mutant_id: str, killer: str) -> bool:
+        """True when ``killer`` changed status under mutant ``mutant_id`` (one matrix cell)."""
+        return any(row.id == mutant_id and killer in row.killer_names for row in self.mutants)
+
+    @property
+    def score_text(self) -> str:
+        """``27/30 killed (90.0%), minimum 90%``."""
+        return (
+            f"{self.killed}/{self.total} killed ({100 * self.score:.1f}%), "
+            f"minimum {100 * self.minimum_score:g}%"
+        )
+
+
+class MatrixSchemaError(ValueError, VitrineError):
+    """A matrix file this version of vitrine cannot read."""
+
+
+def matrix_json(matrix: MutantMatrix) -> str:
+    """The canonical JSON text: sorted keys, two-space indent, trailing newline."""
+    data = json.loads(matrix.model_dump_json())
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def load_matrix(path: Path) -> MutantMatrix:
+    """Read ``matrix.json``, refusing a schema version this vitrine does not know."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MatrixSchemaError(f"{path.name} cannot be read as JSON: {exc}") from exc
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != MATRIX_SCHEMA_VERSION:
+        raise MatrixSchemaError(
+            f"{path.name} has schema version {version!r}; this vitrine reads version "
+            f"{MATRIX_SCHEMA_VERSION}"
+        )
+    try:
+        return MutantMatrix.model_validate(data)
+    except ValidationError as exc:
+        raise MatrixSchemaError(f"{path.name} is not a kill matrix: {exc}") from exc
