@@ -11,13 +11,16 @@ only pytest and the standard library; httpx, the judge and the providers load on
   have threshold 1.0 and always run. Judged ones (G-Eval style: criteria, evaluation steps, a
   0–1 score, a threshold between 0.65 and 1.0) run only when a judge is configured
   (``VITRINE_JUDGE_PROVIDER`` = openai, azure or local; or ``VITRINE_JUDGE_FACTORY`` =
-  ``module:attr`` returning a judge). Without one, a test whose metrics are all judged is
-  skipped; a judged metric after deterministic ones is recorded as skipped and the test's
-  verdict rests on what was measured.
+  ``module:attr`` returning a judge). Every metric of a test is recorded, even after one
+  failed; when the test body ends, a test with failed metrics fails with all their messages.
+  A test with a judged metric that could not be measured is never reported as passed: it is
+  skipped with the reason, or fails with ``--vitrine-unmeasured=fail`` (or
+  ``VITRINE_UNMEASURED=fail``).
 - ``@pytest.mark.case("TC-P1-003")`` gives a test its id, selectable with ``-k TC-P1-003``;
   ``adversarial`` marks tests kept out of the CI count.
 - ``--vitrine-report DIR`` writes ``behaviour-report.json`` and ``behaviour-report.html``
-  (self-contained, escaped) with every test's metrics, at the end of the session.
+  (self-contained, escaped) with every test's metrics and, per turn, the ``layer`` of the
+  service that produced the answer, at the end of the session.
 """
 
 from __future__ import annotations
@@ -62,7 +65,11 @@ _MAX_RATE_RETRIES = 3
 _MAX_RETRY_WAIT_S = 5.0
 _DETAIL_LIMIT = 400
 
+UNMEASURED_CHOICES = ("skip", "fail")
+_UNMEASURED_ENV = "VITRINE_UNMEASURED"
+
 _metrics_key = pytest.StashKey["Metrics"]()
+_turns_key = pytest.StashKey[list["Turn"]]()
 
 
 # --- captured conversations --------------------------------------------------------------
@@ -100,6 +107,12 @@ class Turn:
     @property
     def abstained(self) -> bool:
         return bool((self.final or {}).get("abstained", False))
+
+    @property
+    def layer(self) -> str | None:
+        """Which layer of the service produced the answer (``front-desk``, ``agent``...)."""
+        value = (self.final or {}).get("layer")
+        return None if value is None else str(value)
 
     @property
     def session_id(self) -> str | None:
@@ -211,6 +224,11 @@ class ChatClient:
 
         self.base_url = base_url.rstrip("/")
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+        self._log: list[Turn] | None = None
+
+    def record_into(self, log: list[Turn] | None) -> None:
+        """Append every turn sent from now on to ``log`` (None: stop recording)."""
+        self._log = log
 
     def close(self) -> None:
         self._http.close()
@@ -244,6 +262,8 @@ class ChatClient:
         for attempt in range(_MAX_RATE_RETRIES + 1):
             turn, retry_after = self._post_once(body)
             if turn.status_code != 429 or attempt == _MAX_RATE_RETRIES:
+                if self._log is not None:
+                    self._log.append(turn)
                 return turn
             # A polite client waits as told; the limit protects the service, not the test.
             time.sleep(min(_MAX_RETRY_WAIT_S, retry_after))
@@ -301,7 +321,8 @@ class Metric:
 
 
 class Metrics:
-    """The metrics of one test, asserted as they are recorded."""
+    """The metrics of one test. Each is recorded, never raised at once: :meth:`settle` (which
+    the plugin calls when the test body ends) turns them into the test's verdict."""
 
     def __init__(self, judge_loader: Callable[[], Judge | str | None]) -> None:
         self.recorded: list[Metric] = []
@@ -309,9 +330,33 @@ class Metrics:
 
     def _record(self, metric: Metric) -> Metric:
         self.recorded.append(metric)
-        if metric.state == "failed":
-            raise AssertionError(f"metric {metric.name!r} failed: {metric.detail}")
         return metric
+
+    @property
+    def failures(self) -> list[str]:
+        """One message per failed metric, in the order they were recorded."""
+        return [failure_message(m) for m in self.recorded if m.state == "failed"]
+
+    @property
+    def unmeasured(self) -> list[str]:
+        return [
+            f"judged metric {m.name!r} not measured: {m.detail}"
+            for m in self.recorded
+            if m.state == "skipped"
+        ]
+
+    def settle(self, unmeasured: str = "skip") -> None:
+        """Fail with every failed metric's message; else skip (or, with ``unmeasured="fail"``,
+        fail) when a judged metric could not be measured; else return: the test passed."""
+        if unmeasured not in UNMEASURED_CHOICES:
+            raise ValueError(f"unmeasured must be one of {UNMEASURED_CHOICES}, got {unmeasured!r}")
+        if self.failures:
+            raise AssertionError("\n".join(self.failures))
+        if self.unmeasured:
+            reason = "; ".join(self.unmeasured)
+            if unmeasured == "fail":
+                pytest.fail(f"{reason} (--vitrine-unmeasured=fail)", pytrace=False)
+            pytest.skip(reason)
 
     def check(self, name: str, passed: bool, detail: str = "") -> Metric:
         """A structural metric: a fact about the captured response, threshold 1.0."""
@@ -356,11 +401,7 @@ class Metrics:
         judge = self._judge_loader()
         if judge is None or isinstance(judge, str):
             reason = judge or "no judge configured (set VITRINE_JUDGE_PROVIDER)"
-            metric = Metric(name, "judged", None, threshold, "skipped", reason)
-            self.recorded.append(metric)
-            if not any(m.kind != "judged" for m in self.recorded):
-                pytest.skip(f"judged metric {name!r} not measured: {reason}")
-            return metric
+            return self._record(Metric(name, "judged", None, threshold, "skipped", reason))
         return self._record(
             _judge_metric(judge, name, input, output, criteria, evaluation_steps, threshold)
         )
@@ -419,6 +460,11 @@ def load_judge() -> Judge | str | None:
     return LLMJudge(create_chat_model(config, role="judge"))
 
 
+def failure_message(metric: Metric) -> str:
+    """What a failed metric says in a test failure and in the report."""
+    return f"metric {metric.name!r} failed: {metric.detail}"
+
+
 def _bound(text: str) -> str:
     return text if len(text) <= _DETAIL_LIMIT else text[: _DETAIL_LIMIT - 1] + "…"
 
@@ -433,6 +479,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         default=None,
         help="write behaviour-report.json and .html with every test's metrics into DIR",
+    )
+    group.addoption(
+        "--vitrine-unmeasured",
+        choices=UNMEASURED_CHOICES,
+        default=None,
+        help="what a test with a judged metric that could not be measured becomes: skip "
+        f"(default) or fail; also {_UNMEASURED_ENV}",
     )
 
 
@@ -504,8 +557,15 @@ def _wait_until_ready(client: ChatClient, timeout_s: float = 60.0) -> tuple[int,
 
 
 @pytest.fixture
-def vitrine_chat(vitrine_service: ChatClient) -> ChatClient:
-    return vitrine_service
+def vitrine_chat(
+    request: pytest.FixtureRequest, vitrine_service: ChatClient
+) -> Iterator[ChatClient]:
+    """The service client; the turns a test sends are kept for its report entry."""
+    turns: list[Turn] = []
+    request.node.stash[_turns_key] = turns
+    vitrine_service.record_into(turns)
+    yield vitrine_service
+    vitrine_service.record_into(None)
 
 
 @pytest.fixture
@@ -521,6 +581,25 @@ class _Recorder:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: dict[str, dict[str, Any]] = {}
+        self.unmeasured = _unmeasured_choice(config)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
+        metrics = item.stash.get(_metrics_key, None)
+        try:
+            result = yield
+        except Exception as exc:
+            # The test stopped on its own error; the metrics it had recorded still speak.
+            if metrics is None or not metrics.failures:
+                raise
+            pytest.fail("\n".join([*metrics.failures, f"then the test stopped: {exc!r}"]))
+        if metrics is not None:
+            try:
+                metrics.settle(self.unmeasured)
+            except AssertionError as failed:
+                # The metrics' messages are the whole story; the plugin's frames are noise.
+                pytest.fail(str(failed), pytrace=False)
+        return result
 
     def _entry(self, nodeid: str) -> dict[str, Any]:
         return self.results.setdefault(
@@ -533,7 +612,7 @@ class _Recorder:
         if report.failed:
             entry["outcome"] = "failed"
             lines = str(report.longreprtext).strip().splitlines()
-            entry["detail"] = _bound(lines[-1] if lines else f"failed in {report.when}")
+            entry.setdefault("detail", _bound(lines[-1] if lines else f"failed in {report.when}"))
         elif report.skipped and entry["outcome"] != "failed":
             entry["outcome"] = "skipped"
             longrepr = report.longrepr
@@ -554,6 +633,12 @@ class _Recorder:
         metrics = item.stash.get(_metrics_key, None)
         if metrics is not None:
             entry["metrics"] = [m.to_dict() for m in metrics.recorded]
+            if metrics.failures:
+                # The metrics' own words, not the last line of a traceback.
+                entry["detail"] = _bound("; ".join(metrics.failures))
+        turns = item.stash.get(_turns_key, None)
+        if turns:
+            entry["layers"] = [turn.layer for turn in turns]
         entry["markers"] = sorted({m.name for m in item.iter_markers()} - _PLUMBING_MARKERS)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -581,6 +666,18 @@ class _Recorder:
 
 
 _PLUMBING_MARKERS = frozenset({"case", "parametrize", "usefixtures", "filterwarnings"})
+
+
+def _unmeasured_choice(config: pytest.Config) -> str:
+    chosen = config.getoption("--vitrine-unmeasured", None)
+    if chosen:
+        return str(chosen)
+    from_env = os.environ.get(_UNMEASURED_ENV, "").strip().lower() or "skip"
+    if from_env not in UNMEASURED_CHOICES:
+        raise pytest.UsageError(
+            f"{_UNMEASURED_ENV}={from_env!r} is not one of {', '.join(UNMEASURED_CHOICES)}"
+        )
+    return from_env
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -615,10 +712,11 @@ def render_html(document: dict[str, Any]) -> str:
             for m in metrics
         )
         outcome = str(test.get("outcome", "unknown"))
+        layers = " → ".join(str(layer) for layer in test.get("layers", []))
         rows.append(
             f"<tr><td>{e(str(test.get('case', '')))}</td><td><code>{e(str(test['nodeid']))}"
             f"</code></td><td>{e(', '.join(test.get('markers', [])))}</td>"
-            f'<td class="{e(outcome)}">{e(outcome)}</td><td>{cells}'
+            f'<td class="{e(outcome)}">{e(outcome)}</td><td>{e(layers)}</td><td>{cells}'
             + (f"<br><code>{e(str(test['detail']))}</code>" if test.get("detail") else "")
             + "</td></tr>"
         )
@@ -630,7 +728,7 @@ def render_html(document: dict[str, Any]) -> str:
         f"<style>{_STYLE}</style></head><body><h1>Behaviour report</h1>"
         f"<p>{summary}; service {e(str(document['api_url']))}; {e(str(document['created']))}</p>"
         "<table><thead><tr><th>case</th><th>test</th><th>markers</th><th>outcome</th>"
-        "<th>metrics (score / threshold)</th></tr></thead><tbody>"
+        "<th>answered by</th><th>metrics (score / threshold)</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table></body></html>\n"
     )

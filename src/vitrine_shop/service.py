@@ -1,36 +1,32 @@
 """The shop assistant as ``vitrine serve`` runs it: the suite's ``"service"`` component.
 
 :func:`create_assistant` builds a :class:`ShopAssistant` around the agent or the workflow, on
-the scripted model or a configured provider. Before a turn reaches the architecture, a small
-front desk answers what a recommender must not improvise, in the same words whatever model
-is behind it:
+the scripted model or a configured provider. Unless ``--no-front-desk`` turns it off, the
+:mod:`~vitrine_shop.front_desk` answers first the turns a recommender must not improvise
+(policy, ordering, unknown products, nonsense); everything else is answered by the
+architecture from the whole conversation, exactly as the offline and live lanes run it. Every
+reply names its ``layer``: ``front-desk``, ``agent`` or ``workflow``.
 
-- a question about returns, refunds, warranty or delivery: the assistant sees only the
-  catalogue and the customer's history, so it says it cannot answer policy and where the
-  binding terms are, instead of inventing a policy;
-- a request to order, buy, pay or fill a cart: ordering needs the customer's approval at
-  checkout, so it declines and says nothing was ordered;
-- a product code that is not in the catalogue: it says so instead of describing a product
-  that does not exist;
-- a message with no recognisable word: it asks what the customer is looking for.
+Two deliberately regressed assistants prove the behaviour tests can fail:
 
-Everything else (recommendations, follow-ups, constraints from earlier turns) is answered by
-the architecture from the whole conversation, exactly as the offline and live lanes run it.
-
-``--regress repeat-owned`` serves a deliberately broken assistant: after a recommendation it
-adds one durable the customer already owns, chosen to satisfy every constraint the customer
-stated, so that the defect is isolated to owned-item avoidance.
+- ``--regress repeat-owned``: the agent's model adds one durable the customer already owns to
+  its final recommendation list, chosen to satisfy every constraint the customer stated, so
+  the defect is isolated to owned-item avoidance. It is planted *before* the answer screen,
+  so what the customer receives is the screen's verdict on it.
+- ``--regress broken-model``: the model behind the architecture answers every request with
+  "Sorry, I am a broken model", through the real agent loop or workflow.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from vitrine.providers.base import ChatCompletion, ChatRequest, Provenance
 from vitrine.service.protocol import (
     AssistantReply,
     AssistantUnavailable,
@@ -38,66 +34,34 @@ from vitrine.service.protocol import (
     ToolEvent,
     UnknownPersonaError,
 )
+from vitrine_shop.front_desk import FrontDesk, catalogue_vocabulary
 
 if TYPE_CHECKING:
     from vitrine.bench.response import SubjectResponse
     from vitrine.providers.base import ChatModel
-    from vitrine_shop.catalogue import Catalogue
     from vitrine_shop.services import ShopServices
 
-__all__ = ["ARCHITECTURES", "PROVIDERS", "REGRESSIONS", "ShopAssistant", "create_assistant"]
+__all__ = [
+    "ARCHITECTURES",
+    "BROKEN_ANSWER",
+    "FRONT_DESK_LAYER",
+    "PROVIDERS",
+    "REGRESSIONS",
+    "BrokenModel",
+    "RepeatOwnedModel",
+    "ShopAssistant",
+    "create_assistant",
+]
 
 ARCHITECTURES = ("agent", "workflow")
 PROVIDERS = ("scripted", "openai", "azure", "local")
 REPEAT_OWNED = "repeat-owned"
-REGRESSIONS = (REPEAT_OWNED,)
+BROKEN_MODEL = "broken-model"
+REGRESSIONS = (REPEAT_OWNED, BROKEN_MODEL)
 
-_PRODUCT_CODE = re.compile(r"(?i)\bGLX-[A-Z0-9]+\b")
 _SKU = re.compile(r"\bGLX-\d{4}\b")
-_POLICY = re.compile(
-    r"(?i)\b(return|returns|returning|refund|refunds|exchange|warranty|warranties|guarantee|"
-    r"deliver|delivery|deliveries|shipping|ship|shipped|postage|dispatch)\b"
-)
-_ORDER = re.compile(
-    r"(?i)\b(?:place|make|submit|confirm|complete|put through)\b[\w\s]{0,20}\border\b"
-    r"|\border\s+(?:it|this|that|them|one|two|glx-\w+)\b"
-    r"|\b(?:add|put)\b[\w\s-]{0,30}\b(?:cart|basket)\b"
-    r"|\bcheck\s?out\b|\bpay\s+for\b"
-    r"|\bbuy\s+(?:it|this|that|them|one|glx-\w+)\b[\w\s-]{0,20}\b(?:now|for me|today)\b"
-)
-_WORD = re.compile(r"[^\W\d_]{2,}")
-# Everyday words of a shopping conversation; catalogue words are added at start-up. A message
-# with none of either is one the assistant cannot act on.
-_COMMON_WORDS = frozenset(
-    """
-    a about after again all also am an and any anything are as ask at be because been before
-    best better big budget but buy by can cheap cheaper could day do does for from get gift give
-    go good got great had has have he hello help her hey hi him his how i if in is it its just
-    know like looking love make many me mine more most much my need new next no not now of off
-    old on one only or other our out over please price prices product products recommend
-    recommendation recommendations she should show similar so some something suggest suggestion
-    tell than thanks thank that the their them then there these they thing things think this
-    those to too try up us use used want was we well what when where which who why will wish
-    with without would yes you your cost costs money spend spending help hobby weekend trip
-    friend partner present chf franc francs max maximum minimum under below above around
-    """.split()  # noqa: SIM905 - a word list reads better as prose than as 170 quoted strings
-)
-
-_POLICY_ANSWER = (
-    "I can't answer questions about returns, refunds, warranty or delivery: I only see our "
-    "catalogue and your shopping history, not the shop's policies, and I would rather not "
-    "guess at terms that bind you. Our customer service or the policy pages of the shop have "
-    "the binding answer. I'm happy to help you choose products in the meantime."
-)
-_ORDER_ANSWER = (
-    "I can't place orders, add items to a cart or take payment: ordering always needs your "
-    "own approval at checkout, outside this conversation. Nothing has been ordered or put in "
-    "a cart."
-)
-_NONSENSE_ANSWER = (
-    "Sorry, I couldn't make sense of that message. Could you tell me what you are looking "
-    "for, for example a product type, an activity or a budget in CHF?"
-)
+FRONT_DESK_LAYER = "front-desk"
+BROKEN_ANSWER = "Sorry, I am a broken model"
 
 
 def create_assistant(options: ServiceOptions) -> ShopAssistant:
@@ -115,15 +79,12 @@ def create_assistant(options: ServiceOptions) -> ShopAssistant:
         raise ValueError(
             f"unknown regression {options.regress!r}: the shop offers {', '.join(REGRESSIONS)}"
         )
+    if options.regress == REPEAT_OWNED and options.architecture != "agent":
+        raise ValueError(
+            "the repeat-owned regression is planted in the agent's final answer: serve it with "
+            "--architecture agent"
+        )
     return ShopAssistant(options)
-
-
-@dataclass(frozen=True, slots=True)
-class _Desk:
-    answer: str
-    skus: tuple[str, ...] = ()
-    abstained: bool = True
-    intent: str = ""
 
 
 class ShopAssistant:
@@ -133,7 +94,7 @@ class ShopAssistant:
         self.options = options
         self._services: ShopServices | None = None
         self._model: ChatModel | None = None
-        self._vocabulary: frozenset[str] = _COMMON_WORDS
+        self._desk: FrontDesk | None = None
         self._tool_names: frozenset[str] = frozenset()
 
     @property
@@ -146,6 +107,7 @@ class ShopAssistant:
         }
         if self.options.regress:
             described["regress"] = self.options.regress
+        described["front_desk"] = "on" if self.options.front_desk else "off"
         return described
 
     @property
@@ -167,22 +129,29 @@ class ShopAssistant:
             self._model = model
         # Loading the catalogue, its vectors and the embedding model takes seconds of CPU;
         # a thread keeps /health answering "not ready" meanwhile instead of hanging.
-        self._services, self._vocabulary, self._tool_names = await asyncio.to_thread(_load)
+        self._services, desk, self._tool_names = await asyncio.to_thread(_load)
+        self._desk = desk if self.options.front_desk else None
         return None
 
     async def reply(self, persona_id: str | None, user_turns: Sequence[str]) -> AssistantReply:
         services = self._ready_services()
-        desk = self._front_desk(services.catalogue, user_turns[-1])
+        desk = self._desk.answer(user_turns[-1]) if self._desk is not None else None
         if desk is not None:
             return AssistantReply(
-                desk.answer, desk.skus, desk.abstained, facts={"route": f"desk:{desk.intent}"}
+                desk.answer,
+                desk.skus,
+                desk.abstained,
+                facts={"intent": desk.intent.value},
+                layer=FRONT_DESK_LAYER,
             )
         response = await self._subject_answer(services, persona_id, user_turns)
         answer = response.answer or ""
         structured = response.structured or {}
-        if self.options.regress == REPEAT_OWNED and persona_id is not None:
-            answer = _repeat_owned(services, persona_id, user_turns, answer)
         skus = tuple(dict.fromkeys(_SKU.findall(answer)))
+        screen = structured.get("screen")
+        facts: dict[str, object] = {}
+        if isinstance(screen, dict) and "status" in screen:
+            facts["screen"] = str(screen["status"])
         return AssistantReply(
             answer,
             skus,
@@ -190,7 +159,8 @@ class ShopAssistant:
             tool_calls=tuple(
                 ToolEvent(call.name, call.status.value) for call in response.tool_calls or ()
             ),
-            facts={"route": self.options.architecture},
+            facts=facts,
+            layer=self.options.architecture,
         )
 
     # -- internals ------------------------------------------------------------------------
@@ -207,11 +177,7 @@ class ShopAssistant:
         from vitrine_shop.conversation import ShopRequest
 
         request = ShopRequest(persona_id, tuple(user_turns))
-        model = self._model
-        if model is None:
-            from vitrine_shop.scripted import ScriptedShopModel
-
-            model = ScriptedShopModel()  # per turn: a scripted model keeps per-trial counters
+        model = self._turn_model(services, persona_id, user_turns)
         try:
             if self.options.architecture == "workflow":
                 from vitrine_shop.workflow import ShopWorkflow
@@ -226,36 +192,22 @@ class ShopAssistant:
                 "The assistant's model service is unavailable right now. Please try again."
             ) from exc
 
-    def _front_desk(self, catalogue: Catalogue, message: str) -> _Desk | None:
-        codes = list(dict.fromkeys(code.upper() for code in _PRODUCT_CODE.findall(message)))
-        unknown = [code for code in codes if code not in catalogue]
-        known = [code for code in codes if code in catalogue]
-        if _ORDER.search(message):
-            about = ""
-            if known:
-                product = catalogue.by_sku(known[0])
-                about = (
-                    f" {product.name} ({product.sku}, CHF {product.price_chf:.2f}) is in our "
-                    "catalogue, and you can order it yourself from its product page."
-                )
-            return _Desk(_ORDER_ANSWER + about, tuple(known[:1]), intent="order")
-        if unknown:
-            listed = ", ".join(unknown[:5])
-            return _Desk(
-                f"I can't find {listed} in our catalogue, so I can't tell you anything about "
-                "it or recommend it. If you tell me what you are looking for, I can suggest "
-                "something that is in the catalogue.",
-                intent="unknown-product",
-            )
-        if _POLICY.search(message):
-            return _Desk(_POLICY_ANSWER, intent="policy")
-        words = [w.casefold() for w in _WORD.findall(message)]
-        if not codes and not any(w in self._vocabulary for w in words):
-            return _Desk(_NONSENSE_ANSWER, intent="unclear")
-        return None
+    def _turn_model(
+        self, services: ShopServices, persona_id: str | None, user_turns: Sequence[str]
+    ) -> ChatModel:
+        if self.options.regress == BROKEN_MODEL:
+            return BrokenModel()
+        model = self._model
+        if model is None:
+            from vitrine_shop.scripted import ScriptedShopModel
+
+            model = ScriptedShopModel()  # per turn: a scripted model keeps per-trial counters
+        if self.options.regress == REPEAT_OWNED and persona_id is not None:
+            return RepeatOwnedModel(model, services, persona_id, user_turns)
+        return model
 
 
-def _load() -> tuple[ShopServices, frozenset[str], frozenset[str]]:
+def _load() -> tuple[ShopServices, FrontDesk, frozenset[str]]:
     from vitrine_shop.arms import shared_services
     from vitrine_shop.embeddings import MiniLMEmbedder
     from vitrine_shop.tools import ToolBox
@@ -264,21 +216,59 @@ def _load() -> tuple[ShopServices, frozenset[str], frozenset[str]]:
     _ = services.vectors  # the catalogue vectors, read once here rather than on a first turn
     if isinstance(services.embedder, MiniLMEmbedder):
         services.embedder.encode_uncached(["warm up the embedding model"])
-    vocabulary = set(_COMMON_WORDS)
-    for product in services.catalogue:
-        text = " ".join(
-            (
-                product.name,
-                product.brand,
-                product.description,
-                product.department.display_name,
-                *product.category_path,
-                *product.tags,
-            )
-        )
-        vocabulary.update(w.casefold() for w in _WORD.findall(text))
+    desk = FrontDesk(services.catalogue, catalogue_vocabulary(services.catalogue))
     tools = frozenset(spec.name for spec in ToolBox(services, customer_id=None).specs())
-    return services, frozenset(vocabulary), tools
+    return services, desk, tools
+
+
+class BrokenModel:
+    """The broken-model regression: whatever it is asked, it answers with one apology."""
+
+    @property
+    def model_id(self) -> str:
+        return "broken-model"
+
+    @property
+    def provenance(self) -> Provenance:
+        return Provenance.OFFLINE_DETERMINISTIC
+
+    async def complete(self, request: ChatRequest) -> ChatCompletion:
+        return ChatCompletion(BROKEN_ANSWER, model=self.model_id)
+
+
+class RepeatOwnedModel:
+    """The repeat-owned regression, planted where a careless model would make the mistake: its
+    final answer gets one more recommendation line, an owned durable. The agent screens that
+    answer as it screens any other."""
+
+    def __init__(
+        self,
+        inner: ChatModel,
+        services: ShopServices,
+        persona_id: str,
+        user_turns: Sequence[str],
+    ) -> None:
+        self._inner = inner
+        self._services = services
+        self._persona_id = persona_id
+        self._user_turns = tuple(user_turns)
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def provenance(self) -> Provenance:
+        return self._inner.provenance
+
+    async def complete(self, request: ChatRequest) -> ChatCompletion:
+        completion = await self._inner.complete(request)
+        if completion.tool_calls or not completion.content:
+            return completion
+        answer = _repeat_owned(
+            self._services, self._persona_id, self._user_turns, completion.content
+        )
+        return dataclasses.replace(completion, content=answer)
 
 
 def _repeat_owned(

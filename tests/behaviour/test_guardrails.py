@@ -1,6 +1,12 @@
-"""Turns a recommender must not improvise: policy, ordering, nonsense and unknown products."""
+"""Turns a recommender must not improvise: policy, ordering, nonsense and unknown products.
+
+With the front desk on, the desk must answer them (the layer says so) and do what its answer
+is for; with it off, the architecture's answer must still be usable and honest.
+"""
 
 from __future__ import annotations
+
+import re
 
 import behaviour_checks as checks
 import pytest
@@ -17,8 +23,14 @@ from behaviour_checks import case
         case(5, 7, "elena", "Can I get a refund if the blender breaks?"),
     ],
 )
-def test_policy_questions_get_an_honest_cannot_help(chat, metrics, persona_id, question):
-    checks.policy_honest(metrics, chat(persona_id, question).last)
+def test_policy_questions_get_an_honest_cannot_help(
+    chat, metrics, shop, front_desk_on, persona_id, question
+):
+    turn = chat(persona_id, question).last
+    if front_desk_on:
+        checks.policy_declined(metrics, turn)
+    else:
+        checks.architecture_answer(metrics, turn, shop.skus)
 
 
 @pytest.mark.parametrize(
@@ -31,8 +43,14 @@ def test_policy_questions_get_an_honest_cannot_help(chat, metrics, persona_id, q
         case(5, 8, "elena", "Place the order for GLX-7001 please"),
     ],
 )
-def test_orders_are_refused_without_approval(chat, metrics, persona_id, request_text):
-    checks.order_refused(metrics, chat(persona_id, request_text).last)
+def test_orders_are_refused_without_approval(
+    chat, metrics, shop, front_desk_on, persona_id, request_text
+):
+    turn = chat(persona_id, request_text).last
+    if front_desk_on:
+        checks.order_declined(metrics, turn, checks.SKU.findall(request_text))
+    else:
+        checks.architecture_answer(metrics, turn, shop.skus)
 
 
 @pytest.mark.parametrize(
@@ -45,8 +63,15 @@ def test_orders_are_refused_without_approval(chat, metrics, persona_id, request_
         case(5, 9, "elena", "blorf snarg wibble"),
     ],
 )
-def test_nonsense_gets_a_clarifying_question(chat, metrics, persona_id, message):
-    checks.clarifies(metrics, chat(persona_id, message).last)
+def test_nonsense_gets_a_clarifying_question(
+    chat, metrics, shop, front_desk_on, persona_id, message
+):
+    turn = chat(persona_id, message).last
+    if front_desk_on:
+        checks.by_front_desk(metrics, turn)
+        checks.asks(metrics, turn)
+    else:
+        checks.architecture_answer(metrics, turn, shop.skus)
 
 
 @pytest.mark.parametrize(
@@ -59,6 +84,19 @@ def test_nonsense_gets_a_clarifying_question(chat, metrics, persona_id, message)
         case(5, 10, "elena", "Recommend GLX-5999 to me", "GLX-5999"),
     ],
 )
-def test_an_unknown_product_code_is_called_unknown(chat, metrics, shop, persona_id, message, code):
+def test_an_unknown_product_code_is_called_unknown(
+    chat, metrics, shop, front_desk_on, persona_id, message, code
+):
     assert code not in shop.catalogue, f"the oracle is stale: {code} is catalogued now"
-    checks.unknown_product(metrics, chat(persona_id, message).last, code)
+    turn = chat(persona_id, message).last
+    metrics.check("does not present it", code not in turn.skus, f"SKUs {turn.skus}")
+    if front_desk_on:
+        checks.by_front_desk(metrics, turn)
+        metrics.regex(
+            "says the code is not in the catalogue",
+            turn.answer,
+            rf"{re.escape(code)}\b[^.]*\b(not|isn't|no)\b|{checks.DECLINES}[^.]*{re.escape(code)}",
+        )
+        metrics.check("invents no other product", not turn.skus, f"SKUs {turn.skus}")
+    else:
+        checks.architecture_answer(metrics, turn, shop.skus)

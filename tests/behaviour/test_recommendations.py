@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import behaviour_checks as checks
 import pytest
 from behaviour_checks import case
@@ -13,6 +15,7 @@ REQUEST = {
     "elena": "What do you recommend for me?",
 }
 FOLLOW_UP = "Anything else you would suggest?"
+REASON = r"\b(because|based on|since|as you|for your|fits|matches|goes with|to replace)\b|—"
 
 
 @pytest.mark.parametrize(
@@ -21,8 +24,8 @@ FOLLOW_UP = "Anything else you would suggest?"
 )
 def test_recommendations_name_only_catalogued_skus(chat, metrics, shop, persona_id):
     turn = chat(persona_id, REQUEST[persona_id]).last
-    checks.answered_cleanly(metrics, turn)
-    checks.grounded(metrics, turn, shop.catalogue.skus)
+    checks.by_architecture(metrics, turn)
+    checks.recommends(metrics, turn, shop.skus)
 
 
 @pytest.mark.parametrize(
@@ -30,17 +33,24 @@ def test_recommendations_name_only_catalogued_skus(chat, metrics, shop, persona_
     [case(1, 2, "nadia"), case(2, 2, "marco"), case(3, 2, "sofia"), case(5, 6, "elena")],
 )
 def test_every_recommendation_gives_a_reason_tied_to_the_customer(
-    chat, metrics, customers, persona_id
+    chat, metrics, shop, customers, persona_id
 ):
     turn = chat(persona_id, REQUEST[persona_id]).last
-    checks.answered_cleanly(metrics, turn)
+    checks.by_architecture(metrics, turn)
+    checks.recommends(metrics, turn, shop.skus)
     lines = checks.RECOMMENDATION_LINE.findall(turn.answer)
-    metrics.check("recommendation lines", bool(lines), "no '- name (SKU)' line")
-    interests = customers[persona_id].interest_departments
-    unreasoned = [line for line in lines if not (" because " in line or "based on" in line)]
+    listed = {sku for line in lines for sku in checks.SKU.findall(line)}
+    metrics.check("one line per recommended item", set(turn.skus) <= listed, f"lines {lines}")
+    customer = customers[persona_id]
+    interests = customer.interest_departments
+    bought = customer.owned_durables | customer.owned_consumables
+    unreasoned = [line for line in lines if not re.search(REASON, line)]
     metrics.check("every line has a reason", not unreasoned, f"without reason: {unreasoned}")
+    # Tied: the line names one of her interest departments, or it restocks what she bought.
     untied = [
-        line for line in lines if not any(i in line for i in interests) and "you bought" not in line
+        line
+        for line in lines
+        if not any(i in line for i in interests) and not set(checks.SKU.findall(line)) & bought
     ]
     metrics.check("every reason names an interest or the history", not untied, f"untied: {untied}")
     metrics.judged(
@@ -70,10 +80,10 @@ def test_every_recommendation_gives_a_reason_tied_to_the_customer(
         case(5, 3, "elena", owned=True),
     ],
 )
-def test_owned_durables_are_never_recommended_again(chat, metrics, customers, persona_id):
+def test_owned_durables_are_never_recommended_again(chat, metrics, shop, customers, persona_id):
     turn = chat(persona_id, REQUEST[persona_id]).last
-    checks.answered_cleanly(metrics, turn)
-    checks.no_owned(metrics, turn, customers[persona_id].owned_durables)
+    checks.by_architecture(metrics, turn)
+    checks.no_owned(metrics, turn, shop.skus, customers[persona_id].owned_durables)
 
 
 @pytest.mark.parametrize(
@@ -85,12 +95,12 @@ def test_owned_durables_are_never_recommended_again(chat, metrics, customers, pe
         case(5, 4, "elena", owned=True),
     ],
 )
-def test_a_follow_up_turn_still_avoids_owned_durables(chat, metrics, customers, persona_id):
+def test_a_follow_up_turn_still_avoids_owned_durables(chat, metrics, shop, customers, persona_id):
     transcript = chat(persona_id, REQUEST[persona_id], FOLLOW_UP)
     turn = transcript.last
-    checks.answered_cleanly(metrics, turn)
+    checks.by_architecture(metrics, turn)
     metrics.check("same session", transcript.turns[0].session_id == turn.session_id)
-    checks.no_owned(metrics, turn, customers[persona_id].owned_durables)
+    checks.no_owned(metrics, turn, shop.skus, customers[persona_id].owned_durables)
 
 
 @pytest.mark.parametrize(
@@ -107,19 +117,21 @@ def test_a_budget_from_an_earlier_turn_binds_the_answer(
 ):
     transcript = chat(persona_id, f"my maximum budget is CHF {limit}", request_text)
     turn = transcript.last
-    checks.answered_cleanly(metrics, turn)
+    checks.by_architecture(metrics, turn)
     metrics.check("second turn of one session", (turn.final or {}).get("turn") == 2)
-    prices = {sku: shop.price(sku) for sku in turn.skus}
-    checks.within_budget(metrics, turn, prices, limit)
+    checks.recommends(metrics, turn, shop.skus)
+    prices = {sku: shop.price(sku) for sku in turn.skus if sku in shop.catalogue}
+    checks.within_budget(metrics, prices, limit)
 
 
 @pytest.mark.parametrize(
     "persona_id",
     [case(1, 10, "nadia"), case(2, 10, "marco"), case(3, 10, "sofia")],
 )
-def test_tool_events_show_the_recommendation_chain_by_name_only(chat, metrics, persona_id):
+def test_tool_events_show_the_recommendation_chain_by_name_only(chat, metrics, shop, persona_id):
     turn = chat(persona_id, REQUEST[persona_id]).last
-    checks.answered_cleanly(metrics, turn)
+    checks.by_architecture(metrics, turn)
+    checks.recommends(metrics, turn, shop.skus)
     names = [call["name"] for call in turn.tool_calls]
     metrics.check("searched the catalogue", "search_products" in names, f"tools {names}")
     metrics.check(
@@ -138,5 +150,8 @@ def test_tool_events_show_the_recommendation_chain_by_name_only(chat, metrics, p
     "persona_id",
     [case(1, 11, "nadia"), case(2, 11, "marco"), case(3, 11, "sofia"), case(5, 11, "elena")],
 )
-def test_the_stream_adds_up_to_the_final_message(chat, metrics, persona_id):
-    checks.stream_well_formed(metrics, chat(persona_id, REQUEST[persona_id]).last)
+def test_the_stream_adds_up_to_the_final_message(chat, metrics, shop, persona_id):
+    turn = chat(persona_id, REQUEST[persona_id]).last
+    checks.by_architecture(metrics, turn)
+    checks.recommends(metrics, turn, shop.skus)
+    checks.stream_well_formed(metrics, turn)

@@ -41,12 +41,24 @@ def _judged(metrics: Metrics, threshold: float = 0.75):
     )
 
 
-def test_a_deterministic_metric_that_fails_raises_with_its_detail():
+def test_every_metric_is_recorded_after_one_fails_and_the_verdict_names_all_failures():
     metrics = Metrics(lambda: None)
+    metrics.regex("no sku", "try GLX-0001", r"GLX-\d{4}", present=False)
     metrics.regex("mentions CHF", "costs CHF 20", r"CHF \d+")
-    with pytest.raises(AssertionError, match="GLX"):
-        metrics.regex("no sku", "try GLX-0001", r"GLX-\d{4}", present=False)
-    assert [m.state for m in metrics.recorded] == ["passed", "failed"]
+    metrics.check("in budget", False, "GLX-0002 costs CHF 300")
+    assert [m.state for m in metrics.recorded] == ["failed", "passed", "failed"]
+    with pytest.raises(AssertionError) as failure:
+        metrics.settle()
+    message = str(failure.value)
+    assert "'no sku' failed" in message and "GLX-0002 costs CHF 300" in message
+    assert "mentions CHF" not in message
+
+
+def test_a_test_whose_metrics_all_passed_settles_without_a_verdict():
+    metrics = Metrics(lambda: None)
+    metrics.check("ok", True)
+    metrics.settle()  # returns: nothing to report
+    assert [m.state for m in metrics.recorded] == ["passed"]
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.649, 1.01])
@@ -56,20 +68,34 @@ def test_a_judged_threshold_outside_the_band_is_refused(threshold):
 
 
 def test_a_judge_score_below_the_threshold_fails_and_above_passes():
-    assert _judged(Metrics(lambda: FixedJudge([True, True]))).score == 1.0
+    assert _judged(Metrics(lambda: FixedJudge([True, True]))).state == "passed"
+    metrics = Metrics(lambda: FixedJudge([True, False]))
+    assert _judged(metrics).state == "failed"
     with pytest.raises(AssertionError, match="fit"):
-        _judged(Metrics(lambda: FixedJudge([True, False])))
+        metrics.settle()
 
 
-def test_without_a_judge_a_judged_only_test_is_skipped_with_the_reason():
-    with pytest.raises(pytest.skip.Exception, match="no judge configured"):
-        _judged(Metrics(lambda: None))
-
-
-def test_without_a_judge_a_judged_metric_after_measured_ones_is_recorded_as_skipped():
+def test_without_a_judge_a_test_with_measured_and_judged_metrics_is_skipped_not_passed():
     metrics = Metrics(lambda: None)
     metrics.check("structural", True)
     assert _judged(metrics).state == "skipped"
+    with pytest.raises(pytest.skip.Exception, match="'fit' not measured: no judge configured"):
+        metrics.settle()
+
+
+def test_with_unmeasured_fail_an_unmeasured_judged_metric_fails_the_test():
+    metrics = Metrics(lambda: None)
+    _judged(metrics)
+    with pytest.raises(pytest.fail.Exception, match="not measured"):
+        metrics.settle("fail")
+
+
+def test_a_failed_metric_outweighs_an_unmeasured_one():
+    metrics = Metrics(lambda: None)
+    metrics.check("structural", False, "broken")
+    _judged(metrics)
+    with pytest.raises(AssertionError, match="broken"):
+        metrics.settle()
 
 
 def test_sse_lines_become_events_with_json_data():
@@ -92,6 +118,7 @@ def test_the_html_report_escapes_everything_a_test_wrote():
                     "case": "TC-P1-001",
                     "outcome": "failed",
                     "markers": [hostile],
+                    "layers": ["front-desk", hostile],
                     "detail": hostile,
                     "metrics": [
                         {
@@ -111,15 +138,23 @@ def test_the_html_report_escapes_everything_a_test_wrote():
         }
     )
     assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "front-desk → &lt;script&gt;" in page  # which layer answered each turn, escaped
     assert "<link" not in page and "src=" not in page  # self-contained
 
 
-def _run(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp_path: Path, source: str, *args: str, unmeasured: str = ""
+) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_cases.py").write_text(source)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_cases.py", *args],
         cwd=tmp_path,
-        env={**os.environ, "VITRINE_JUDGE_PROVIDER": "", "VITRINE_JUDGE_FACTORY": ""},
+        env={
+            **os.environ,
+            "VITRINE_JUDGE_PROVIDER": "",
+            "VITRINE_JUDGE_FACTORY": "",
+            "VITRINE_UNMEASURED": unmeasured,
+        },
         capture_output=True,
         text=True,
         timeout=120,
@@ -152,12 +187,13 @@ def test_a_case_id_selects_its_test_and_the_report_lists_the_metrics(tmp_path):
     assert "1 passed, 2 deselected" in selected.stdout, selected.stdout
     report = tmp_path / "report"
     result = _run(tmp_path, CASES, "-q", "-rs", "--vitrine-report", str(report))
-    assert "2 passed, 1 skipped" in result.stdout, result.stdout
+    assert "1 passed, 2 skipped" in result.stdout, result.stdout
     assert "no judge configured" in result.stdout
     document = json.loads((report / "behaviour-report.json").read_text())
     by_case = {t["case"]: t for t in document["tests"]}
-    assert by_case["TC-P2-001"]["outcome"] == "passed"
+    assert by_case["TC-P2-001"]["outcome"] == "skipped"
     assert [m["state"] for m in by_case["TC-P2-001"]["metrics"]] == ["passed", "skipped"]
+    assert "'j' not measured" in by_case["TC-P2-001"]["detail"]
     assert by_case["TC-P2-002"]["outcome"] == "skipped"
     assert "&lt;b&gt;" in (report / "behaviour-report.html").read_text()
     assert not [p for p in report.iterdir() if p.name.startswith(".")]  # no temp files left
@@ -167,3 +203,39 @@ def test_a_repeated_case_id_is_a_usage_error(tmp_path):
     source = CASES.replace("TC-P2-002", "TC-P1-003")
     result = _run(tmp_path, source, "-q")
     assert result.returncode == 4 and "used twice" in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_unmeasured_judged_metrics_fail_when_asked_by_option_or_environment(tmp_path, how):
+    if how == "option":
+        result = _run(tmp_path, CASES, "-q", "--vitrine-unmeasured=fail")
+    else:
+        result = _run(tmp_path, CASES, "-q", unmeasured="fail")
+    assert "2 failed, 1 passed" in result.stdout, result.stdout
+    assert "not measured" in result.stdout
+
+
+def test_an_unknown_unmeasured_setting_is_a_usage_error(tmp_path):
+    result = _run(tmp_path, CASES, "-q", unmeasured="maybe")
+    assert result.returncode == 4 and "VITRINE_UNMEASURED" in result.stderr + result.stdout
+
+
+FAILING = """
+import pytest
+
+@pytest.mark.case("TC-P1-001")
+def test_many(vitrine_metrics):
+    vitrine_metrics.check("first", False, "first went wrong")
+    vitrine_metrics.check("second", True)
+    vitrine_metrics.regex("third", "no price here", r"CHF \\d+")
+"""
+
+
+def test_a_failing_test_records_every_metric_and_reports_their_messages(tmp_path):
+    report = tmp_path / "report"
+    result = _run(tmp_path, FAILING, "-q", "--vitrine-report", str(report))
+    assert "1 failed" in result.stdout, result.stdout
+    assert "first went wrong" in result.stdout and "'third' failed" in result.stdout
+    (test,) = json.loads((report / "behaviour-report.json").read_text())["tests"]
+    assert [m["state"] for m in test["metrics"]] == ["failed", "passed", "failed"]
+    assert test["detail"].startswith("metric 'first' failed: first went wrong; metric 'third'")

@@ -48,7 +48,7 @@ class FakeAssistant:
             for i in range(self.tools)
         )
         answer = f"turn {len(user_turns)}: " + " | ".join(user_turns) + " GLX-0001"
-        return AssistantReply(answer, ("GLX-0001",), False, calls)
+        return AssistantReply(answer, ("GLX-0001",), False, calls, layer="fake-layer")
 
 
 async def _ready(assistant: FakeAssistant, **config: float) -> ServiceApp:
@@ -82,6 +82,12 @@ async def test_a_turn_streams_tool_calls_then_deltas_then_the_final_message() ->
     assert deltas == final["answer"]
     assert final["skus"] == ["GLX-0001"] and final["abstained"] is False
     assert final["request_id"] == response.headers["x-request-id"]
+
+
+async def test_the_final_message_names_the_layer_that_answered() -> None:
+    app = await _ready(FakeAssistant())
+    final = _events(await _post(app, {"message": "hello there"}))[-1][1]
+    assert final["layer"] == "fake-layer"
 
 
 async def test_a_later_turn_sees_the_earlier_turns_of_its_session() -> None:
@@ -189,3 +195,20 @@ async def test_a_blank_message_is_refused_in_words_not_as_a_regex_error() -> Non
     assert response.status_code == 422
     assert "the message is blank" in response.text
     assert "pattern" not in response.text
+
+
+def test_no_front_desk_reaches_the_assistant_options() -> None:
+    from vitrine.service.command import build_parser
+
+    assert build_parser().parse_args([]).front_desk is True
+    assert build_parser().parse_args(["--no-front-desk"]).front_desk is False
+
+
+def test_the_repeat_owned_regression_is_refused_for_the_workflow_with_a_reason() -> None:
+    from vitrine.service.protocol import ServiceOptions
+    from vitrine_shop.service import create_assistant
+
+    with pytest.raises(ValueError, match="--architecture agent"):
+        create_assistant(ServiceOptions(architecture="workflow", regress="repeat-owned"))
+    assistant = create_assistant(ServiceOptions(regress="broken-model", front_desk=False))
+    assert assistant.description["front_desk"] == "off"

@@ -2,7 +2,8 @@
 
 Events of one chat turn, in order: ``tool.call`` (name and status of each tool the assistant
 used, allow-listed and bounded), ``message.delta`` (chunks of the answer), ``message.final``
-(the answer, its SKUs, the abstention flag, the session id). A turn that fails ends with one
+(the answer, its SKUs, the abstention flag, the session id, and the ``layer`` that produced the
+answer, e.g. ``front-desk``, ``agent`` or ``workflow``). A turn that fails ends with one
 ``error`` event whose message is fixed text: nothing an exception says reaches a client.
 
 Everything refused before a stream starts is an ``application/problem+json`` document (RFC
@@ -395,6 +396,7 @@ async def _events(
                 "answer": reply.answer,
                 "skus": list(reply.items),
                 "abstained": reply.abstained,
+                "layer": reply.layer,
                 "session_id": session.id,
                 "persona_id": session.persona_id,
                 "turn": len(turns),

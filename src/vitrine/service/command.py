@@ -54,10 +54,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--regress",
         metavar="NAME",
         help="serve a deliberately regressed assistant to prove tests catch it (the shop "
-        "offers repeat-owned)",
+        "offers repeat-owned and broken-model)",
+    )
+    parser.add_argument(
+        "--no-front-desk",
+        dest="front_desk",
+        action="store_false",
+        help="send every turn to the assistant's architecture, even those a front desk would "
+        "answer with a fixed reply (policy, ordering, unknown products, nonsense)",
     )
     parser.add_argument(
         "--suite", metavar="MODULE:ATTR", default=_DEFAULT_SUITE, help="suite to serve"
+    )
+    parser.add_argument(
+        "--reply-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest a turn may take before the client gets a timeout (default 60; a small "
+        "local model on a few cores may need several minutes)",
+    )
+    parser.add_argument(
+        "--max-output-tokens",
+        type=int,
+        metavar="N",
+        help="the model's output-token ceiling per request (default: the provider's, see "
+        "VITRINE_SUBJECT_MAX_OUTPUT_TOKENS)",
     )
     parser.add_argument(
         "--rate-limit",
@@ -98,6 +120,12 @@ def main(argv: list[str]) -> int:
     if args.rate_limit <= 0 or args.rate_burst < 1 or args.max_sessions < 1:
         _error("--rate-limit must be > 0, --rate-burst >= 1 and --max-sessions >= 1")
         return _INVALID_ARGUMENTS
+    if not 0 < args.reply_timeout <= 3600:
+        _error(f"--reply-timeout must be between 0 and 3600 seconds, got {args.reply_timeout}")
+        return _INVALID_ARGUMENTS
+    if args.max_output_tokens is not None and args.max_output_tokens < 1:
+        _error(f"--max-output-tokens must be at least 1, got {args.max_output_tokens}")
+        return _INVALID_ARGUMENTS
 
     _configure_logging(args.log_file)
     from vitrine.plans.base import UsageError
@@ -111,6 +139,8 @@ def main(argv: list[str]) -> int:
         model=args.model,
         local_model=args.local_model,
         regress=args.regress,
+        front_desk=args.front_desk,
+        max_output_tokens=args.max_output_tokens,
     )
     try:
         suite = load_suite(args.suite)
@@ -131,7 +161,10 @@ def main(argv: list[str]) -> int:
     from vitrine.service.app import ServiceConfig, create_app
 
     config = ServiceConfig(
-        rate_capacity=args.rate_burst, rate_per_s=args.rate_limit, max_sessions=args.max_sessions
+        rate_capacity=args.rate_burst,
+        rate_per_s=args.rate_limit,
+        max_sessions=args.max_sessions,
+        reply_timeout_s=args.reply_timeout,
     )
     app = create_app(assistant, config)
     logging.getLogger("vitrine.service").info(

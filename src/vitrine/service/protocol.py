@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from vitrine.errors import VitrineError
+
 __all__ = [
     "Assistant",
     "AssistantFactory",
@@ -32,6 +34,9 @@ class ServiceOptions:
     model: str | None = None
     local_model: str | None = None
     regress: str | None = None
+    # A suite may answer some turns before its architecture (a front desk); off, it must not.
+    front_desk: bool = True
+    max_output_tokens: int | None = None  # None: the provider configuration's ceiling
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +49,18 @@ class ToolEvent:
 
 @dataclass(frozen=True, slots=True)
 class AssistantReply:
+    """One answered turn. ``layer`` names what produced the answer (``"front-desk"``,
+    ``"agent"``, ``"workflow"``...), so a client can tell a fixed reply from a model's."""
+
     answer: str
     items: tuple[str, ...] = ()  # the catalogue identifiers the answer recommends, in order
     abstained: bool = False
     tool_calls: tuple[ToolEvent, ...] = ()
     facts: dict[str, object] = field(default_factory=dict)  # extra JSON-safe scalars
+    layer: str = "assistant"
 
 
-class UnknownPersonaError(LookupError):
+class UnknownPersonaError(LookupError, VitrineError):
     """The first request named a persona the assistant does not know."""
 
     def __init__(self, persona_id: str, known: Sequence[str]) -> None:
