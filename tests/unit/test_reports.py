@@ -369,10 +369,16 @@ def test_console_shows_every_section_key_value():
     assert "NC-01" not in flat  # caught controls are summarised, not listed
 
 
-def test_console_fits_in_100_columns_and_plain_text_has_no_colour():
-    text = render_plain(sample_report())
+def test_plain_text_fits_a_log_line_without_splitting_identifiers_or_colour():
+    from vitrine.reports.console import LOG_WIDTH
+
+    report = sample_report()
+    text = render_plain(report)
     assert "\x1b[" not in text
-    assert max(len(line) for line in text.splitlines()) <= 100
+    assert max(len(line) for line in text.splitlines()) <= LOG_WIDTH
+    names = [gate.name for gate in report.gates] + ["underpowered", "undecidable"]
+    for name in names:
+        assert any(name in line for line in text.splitlines()), name
 
 
 def test_console_lists_artifacts_after_the_exit_code():

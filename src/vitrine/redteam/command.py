@@ -125,11 +125,13 @@ def main(argv: Sequence[str]) -> int:
         "status": _status,
         "export": _export,
     }
+    from vitrine.redteam.runs import RunIntegrityError
+
     try:
         return handlers[args.command](args)
     except _Usage as exc:
         return _error(str(exc), _USAGE)
-    except _Infra as exc:
+    except (_Infra, RunIntegrityError) as exc:
         return _error(str(exc), _INFRA)
     except KeyboardInterrupt:
         return _error("interrupted: the run is incomplete and was not written", _INFRA)
@@ -331,14 +333,20 @@ def _loaded(run_dir: Path) -> dict[str, Any]:
 
 def _sign_off(args: argparse.Namespace) -> int:
     from vitrine.redteam.report import write_run_html
-    from vitrine.redteam.runs import read_signoffs, sign_off
+    from vitrine.redteam.runs import RunIntegrityError, read_signoffs, sign_off
 
     run_dir = _resolve(args, args.run)
     try:
         record = sign_off(run_dir, args.finding, by=args.by, reason=args.reason)
+        write_run_html(run_dir, _loaded(run_dir), read_signoffs(run_dir))
+    except OSError as exc:
+        raise _Infra(
+            f"the sign-off could not be recorded in {run_dir.name} ({exc.strerror or exc})"
+        ) from exc
+    except RunIntegrityError:
+        raise
     except (LookupError, ValueError) as exc:
         raise _Usage(str(exc)) from exc
-    write_run_html(run_dir, _loaded(run_dir), read_signoffs(run_dir))
     sys.stdout.write(f"signed off {record.finding_id} in {run_dir.name} by {record.by}\n")
     return _OK
 

@@ -13,6 +13,8 @@ records who accepted it and why, so ``vitrine redteam status`` can let the next 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from vitrine.errors import VitrineError
 from vitrine.redact import sanitize_text
 from vitrine.redteam.detectors import contains_secret
 from vitrine.redteam.model import Outcome, ProbeResult, TargetReply
@@ -30,6 +33,7 @@ __all__ = [
     "RUN_DOCUMENT",
     "RUN_SCHEMA",
     "Finding",
+    "RunIntegrityError",
     "RunNotFoundError",
     "SignOff",
     "excerpt",
@@ -45,7 +49,7 @@ __all__ = [
 ]
 
 RUN_SCHEMA = "vitrine-redteam-run"
-RUN_SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION = 2  # 2: sealed with a content hash; sign-offs chained to the seal
 RUN_DOCUMENT = "redteam.json"
 RUN_HTML = "redteam.html"
 SIGNOFFS = "signoffs.jsonl"
@@ -54,8 +58,26 @@ EVIDENCE_LIMIT = 240
 _RUN_NAME = re.compile(r"^redteam-\d{8}T\d{6}Z-[0-9a-f]{6}$")
 
 
-class RunNotFoundError(LookupError):
+class RunNotFoundError(LookupError, VitrineError):
     """No red-team run where one was expected; the message says where it looked."""
+
+
+class RunIntegrityError(ValueError, VitrineError):
+    """A red-team run document or its sign-off ledger is damaged, reshaped or tampered with.
+
+    The soft gate decides from these files, so a run that cannot be trusted is refused (an
+    infrastructure failure) rather than read as "no open findings".
+    """
+
+
+def _seal(body: Mapping[str, Any]) -> str:
+    unsealed = {k: v for k, v in body.items() if k != "content_hash"}
+    canonical = json.dumps(unsealed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _line_hash(raw: bytes) -> str:
+    return "sha256:" + hashlib.sha256(raw.rstrip(b"\n")).hexdigest()
 
 
 def mask_secrets(text: str, hidden: Iterable[str]) -> str:
@@ -150,22 +172,55 @@ def new_run_dir(root: Path, now: datetime | None = None) -> Path:
 def write_run(run_dir: Path, document: Mapping[str, Any]) -> Path:
     body = {**document, "schema": RUN_SCHEMA, "schema_version": RUN_SCHEMA_VERSION}
     body["run_id"] = run_dir.name
+    body["content_hash"] = _seal(body)
     path = run_dir / RUN_DOCUMENT
     atomic_write_json(path, body)
     return path
 
 
 def load_run(run_dir: Path) -> dict[str, Any]:
+    """The run document, verified: valid JSON of the right shape whose seal matches."""
     path = run_dir / RUN_DOCUMENT
+    where = f"{run_dir.name}/{RUN_DOCUMENT}"
     try:
         data = read_json(path)
     except FileNotFoundError:
         raise RunNotFoundError(f"{run_dir.name} holds no {RUN_DOCUMENT}") from None
+    except OSError as exc:
+        raise RunIntegrityError(f"{where} cannot be read ({exc.strerror or exc})") from exc
+    except (ValueError, RecursionError) as exc:
+        raise RunIntegrityError(f"{where} is not a JSON object: the file is damaged") from exc
     if data.get("schema") != RUN_SCHEMA or data.get("schema_version") != RUN_SCHEMA_VERSION:
         raise RunNotFoundError(
-            f"{run_dir.name}/{RUN_DOCUMENT} is not a red-team run document this version reads"
+            f"{where} is not a red-team run document this version reads (schema "
+            f"{data.get('schema')!r} version {data.get('schema_version')!r}; this vitrine "
+            f"reads {RUN_SCHEMA} version {RUN_SCHEMA_VERSION}, which is sealed)"
+        )
+    problem = _shape_problem(data)
+    if problem:
+        raise RunIntegrityError(f"{where} does not have the shape of a run document: {problem}")
+    if data.get("content_hash") != _seal(data):
+        raise RunIntegrityError(
+            f"{where} does not match its seal: it was changed after the run wrote it, so "
+            "its findings cannot be trusted"
         )
     return data
+
+
+def _shape_problem(data: Mapping[str, Any]) -> str:
+    findings = data.get("findings")
+    if not isinstance(findings, list) or not all(
+        isinstance(f, dict) and isinstance(f.get("id"), str) for f in findings
+    ):
+        return "findings must be a list of objects with an id"
+    if not isinstance(data.get("probes"), list):
+        return "probes must be a list"
+    if not isinstance(data.get("scores"), dict):
+        return "scores must be an object"
+    code = data.get("exit_code")
+    if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 4:
+        return "exit_code must be 0 to 4"
+    return ""
 
 
 def latest_run(root: Path) -> Path:
@@ -192,11 +247,26 @@ def resolve_run(root: Path, run: str | None) -> Path:
 
 
 def read_signoffs(run_dir: Path) -> list[SignOff]:
+    """The sign-offs, verified as a chain: each line names the hash of the one before it
+    (the first names the run's seal), so a line removed, edited or inserted is detected."""
     path = run_dir / SIGNOFFS
     if not path.exists():
         return []
+    where = f"{run_dir.name}/{SIGNOFFS}"
+    try:
+        lines = read_json_lines(path, skip_malformed=True)
+    except OSError as exc:
+        raise RunIntegrityError(f"{where} cannot be read ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise RunIntegrityError(f"{where} is damaged: {exc}") from exc
+    expected = load_run(run_dir)["content_hash"]
     out = []
-    for record in read_json_lines(path, skip_malformed=True).records:
+    for number, (record, raw) in enumerate(zip(lines.records, lines.raw_lines, strict=True), 1):
+        if record.get("prev") != expected:
+            raise RunIntegrityError(
+                f"{where} line {number} does not follow the line before it: the sign-off "
+                "ledger was edited"
+            )
         try:
             out.append(
                 SignOff(
@@ -206,9 +276,17 @@ def read_signoffs(run_dir: Path) -> list[SignOff]:
                     str(record["at"]),
                 )
             )
-        except KeyError:
-            continue
+        except KeyError as exc:
+            raise RunIntegrityError(f"{where} line {number} lacks {exc.args[0]!r}") from exc
+        expected = _line_hash(raw)
     return out
+
+
+def _ledger_head(run_dir: Path, document: Mapping[str, Any]) -> str:
+    path = run_dir / SIGNOFFS
+    read_signoffs(run_dir)  # refuse to extend a ledger that no longer verifies
+    raw_lines = read_json_lines(path, skip_malformed=True).raw_lines if path.exists() else ()
+    return _line_hash(raw_lines[-1]) if raw_lines else str(document["content_hash"])
 
 
 def sign_off(run_dir: Path, finding_id: str, *, by: str, reason: str) -> SignOff:
@@ -226,7 +304,7 @@ def sign_off(run_dir: Path, finding_id: str, *, by: str, reason: str) -> SignOff
         sanitize_text(reason, 500),
         datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    append_line(run_dir / SIGNOFFS, record.to_dict())
+    append_line(run_dir / SIGNOFFS, {**record.to_dict(), "prev": _ledger_head(run_dir, document)})
     return record
 
 

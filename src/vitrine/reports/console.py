@@ -9,7 +9,9 @@ characters are made visible first, because rich passes an ESC sequence through u
 from __future__ import annotations
 
 import io
+import sys
 from dataclasses import dataclass
+from typing import TextIO
 
 from rich import box
 from rich.console import Console
@@ -39,9 +41,12 @@ from vitrine.reports.formatting import (
 )
 from vitrine.reports.model import BenchmarkSection, ControlsSection, SuiteReport
 
-__all__ = ["render_console", "render_plain"]
+__all__ = ["render_console", "render_plain", "terminal_console"]
 
-PLAIN_WIDTH = 100
+# A CI log or a file has no terminal width; rich would assume 80 and split identifiers
+# (gate names, check keys, flags) across lines.
+LOG_WIDTH = 160
+PLAIN_WIDTH = LOG_WIDTH
 
 _STYLE: dict[StatusClass, str] = {
     "pass": "bold green",
@@ -130,6 +135,15 @@ def render_console(report: SuiteReport, console: Console) -> None:
     _print_exit(report, console)
 
 
+def terminal_console(file: TextIO | None = None) -> Console:
+    """A console for the operator: the terminal's width, or a log-friendly width when the
+    output is not a terminal (CI logs, files), where no identifier is split across lines."""
+    stream = file if file is not None else sys.stdout
+    if stream.isatty():
+        return Console(file=stream)
+    return Console(file=stream, width=LOG_WIDTH)
+
+
 def render_plain(report: SuiteReport) -> str:
     """The same report without colour or box-drawing styles, for log files."""
     buffer = io.StringIO()
@@ -150,7 +164,7 @@ def render_plain(report: SuiteReport) -> str:
 def _print_gates(report: SuiteReport, console: Console) -> None:
     table = _table(
         "Gates",
-        _Col("Gate"),
+        _Col("Gate", fixed=True),
         _Col("Authority", fixed=True),
         _Col("Status", fixed=True),
         _Col("Label", ratio=1),
@@ -224,7 +238,7 @@ def _print_benchmark(bench: BenchmarkSection, console: Console) -> None:
     console.print(Padding(runs, (0, 0, 0, 2)))
     table = _table(
         "",
-        _Col("Arm / check"),
+        _Col("Arm / check", fixed=True),
         _Col("Census", ratio=1, min_width=15),
         _Col("Passed", fixed=True, right=True),
         _Col("Wilson 95%", fixed=True),
@@ -258,7 +272,7 @@ def _print_comparisons(bench: BenchmarkSection, console: Console) -> None:
         return
     table = _table(
         f"Reference comparisons ({escape(visible(bench.identity))}, sign test)",
-        _Col("Check"),
+        _Col("Check", fixed=True),
         _Col("Challenger vs reference"),
         _Col("W/L/T", fixed=True, right=True),
         _Col("Excl.", fixed=True, right=True),
@@ -266,7 +280,7 @@ def _print_comparisons(bench: BenchmarkSection, console: Console) -> None:
         _Col("p", fixed=True, right=True),
         _Col("Min p", fixed=True, right=True),
         _Col("Mean Δ", fixed=True, right=True),
-        _Col("Flags", ratio=1),
+        _Col("Flags", ratio=1, min_width=14),
     )
     for comparison in bench.comparisons:
         flags = comparison_flags(comparison)
@@ -308,7 +322,7 @@ def _print_controls(controls: ControlsSection, console: Console) -> None:
             "Not caught",
             _Col("ID", fixed=True),
             _Col("Control", ratio=1),
-            _Col("Scope"),
+            _Col("Scope", fixed=True),
             _Col("Target", ratio=1),
             _Col("Healthy", fixed=True),
             _Col("Perturbed", fixed=True),

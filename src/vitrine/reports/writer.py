@@ -13,6 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from vitrine.errors import VitrineError
 from vitrine.reports.model import REPORT_SCHEMA_VERSION, SuiteReport
 
 __all__ = ["ReportSchemaError", "load_report", "report_json", "write_reports"]
@@ -21,7 +22,7 @@ JSON_NAME = "report.json"
 HTML_NAME = "report.html"
 
 
-class ReportSchemaError(ValueError):
+class ReportSchemaError(ValueError, VitrineError):
     """A report file this version of vitrine cannot read."""
 
 
@@ -67,9 +68,28 @@ def write_reports(
         update={"artifacts": {key: path.as_posix() for key, path in targets.items()}}
     )
     texts = {"json": report_json(stamped), "html": render_html(stamped)}
-    for key, path in targets.items():
-        kind = "json" if key.startswith("json") else "html"
-        _atomic_write_text(path, texts[kind], what=f"{kind.upper()} report")
+    # Every file is staged before any is renamed into place: on a full disk the JSON must not
+    # land claiming a result while its HTML sibling (or a copy) could not be written.
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for key, path in targets.items():
+            kind = "json" if key.startswith("json") else "html"
+            staged.append((_stage_text(path, texts[kind], what=f"{kind.upper()} report"), path))
+        for tmp, path in staged:
+            try:
+                tmp.replace(path)  # os.replace: atomic on POSIX and Windows within one volume
+            except OSError as exc:
+                kind = "JSON" if path.suffix == ".json" else "HTML"
+                raise OSError(
+                    f"cannot write the {kind} report to {path}: {exc.strerror or exc}"
+                ) from exc
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise
+    for parent in {path.parent for path in targets.values()}:
+        _fsync_directory(parent)
     return targets
 
 
@@ -114,7 +134,8 @@ def _refuse_directory(path: Path, kind: str) -> None:
         )
 
 
-def _atomic_write_text(path: Path, text: str, *, what: str) -> None:
+def _stage_text(path: Path, text: str, *, what: str) -> Path:
+    """Write ``text`` to a synced temporary sibling of ``path`` and return the sibling."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -128,14 +149,13 @@ def _atomic_write_text(path: Path, text: str, *, what: str) -> None:
             os.fsync(handle.fileno())
         # Reports are read by people and CI on the same machine: not owner-only like mkstemp's.
         tmp.chmod(0o644)
-        tmp.replace(path)  # os.replace: atomic on POSIX and Windows within one volume
     except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
         if isinstance(exc, OSError):
             raise OSError(f"cannot write the {what} to {path}: {exc.strerror or exc}") from exc
         raise
-    _fsync_directory(path.parent)
+    return tmp
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from vitrine.errors import VitrineError
 from vitrine.redact import sanitize_text
 
 __all__ = [
@@ -85,12 +86,22 @@ def append_line(path: Path, record: Mapping[str, Any]) -> None:
     opened for appending lands whole, so their lines interleave but never mix.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, encode_line(record))
+        line = encode_line(record)
+        if _ends_torn(fd):
+            # A killed writer left bytes without their newline. Glued to them, this record
+            # would be one malformed line and lost; closing the fragment first keeps it whole.
+            line = b"\n" + line
+        os.write(fd, line)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _ends_torn(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 class AppendLog:
@@ -124,7 +135,7 @@ class AppendLog:
             self._fh = None
 
 
-class MalformedLineError(ValueError):
+class MalformedLineError(ValueError, VitrineError):
     """A committed (newline-terminated) line that is not a JSON object."""
 
     def __init__(self, path: Path, line_number: int, why: str) -> None:
@@ -141,6 +152,7 @@ class JsonLines:
     raw_lines: tuple[bytes, ...]
     committed_bytes: int
     torn_tail: bool
+    malformed: int = 0  # committed lines skipped as corrupt (only with skip_malformed)
 
 
 def read_json_lines(path: Path, *, skip_malformed: bool = False) -> JsonLines:
@@ -156,17 +168,21 @@ def read_json_lines(path: Path, *, skip_malformed: bool = False) -> JsonLines:
     end = data.rfind(b"\n") + 1
     records: list[dict[str, Any]] = []
     raw_lines: list[bytes] = []
+    malformed = 0
     for number, raw in enumerate(data[:end].splitlines(keepends=True), start=1):
         try:
             value = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
+            # RecursionError: a line of deeply nested brackets is damage, not a crash.
             if skip_malformed:
+                malformed += 1
                 continue
             raise MalformedLineError(path, number, "invalid JSON") from exc
         if not isinstance(value, dict):
             if skip_malformed:
+                malformed += 1
                 continue
             raise MalformedLineError(path, number, "not an object")
         records.append(value)
         raw_lines.append(raw)
-    return JsonLines(tuple(records), tuple(raw_lines), end, end < len(data))
+    return JsonLines(tuple(records), tuple(raw_lines), end, end < len(data), malformed)

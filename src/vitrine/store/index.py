@@ -6,8 +6,10 @@ A process killed while appending leaves at most a torn last line, which readers 
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -20,9 +22,11 @@ __all__ = [
     "RunIndexEntry",
     "history_path",
     "index_path",
+    "indexed_run_ids",
     "iter_history",
     "iter_index",
     "list_runs",
+    "newest_runs",
     "record_sealed_run",
 ]
 
@@ -111,7 +115,8 @@ def _entries(path: Path) -> Iterator[RunIndexEntry]:
     for record in read_json_lines(path, skip_malformed=True).records:
         try:
             yield RunIndexEntry.from_record(record)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
+            # OverflowError: a number such as 1e999 parses as infinity and has no int.
             continue
 
 
@@ -133,3 +138,77 @@ def list_runs(
     """Sealed runs, newest first; only one subject's when ``subject`` is given."""
     entries = iter_index(root) if subject is None else iter_history(subject, root)
     return sorted(entries, key=lambda e: (e.timestamp, e.run_id), reverse=True)
+
+
+_CHUNK = 1 << 20
+_RUN_ID = re.compile(rb'"run_id":\s*"([0-9_-]+)"')
+
+
+def _lines_newest_first(path: Path) -> Iterator[bytes]:
+    """The committed lines of ``path``, last first, read backwards in 1 MB chunks.
+
+    A torn tail (bytes after the last newline) is not a committed record and is skipped.
+    """
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        position = handle.seek(0, os.SEEK_END)
+        carry = b""
+        first = True
+        while position > 0:
+            step = min(_CHUNK, position)
+            position -= step
+            handle.seek(position)
+            block = handle.read(step) + carry
+            lines = block.split(b"\n")
+            carry = lines[0]
+            tail = lines[1:]
+            if first:
+                tail = tail[:-1]  # after the final newline: empty, or a torn write
+                first = False
+            yield from reversed([line for line in tail if line.strip()])
+        if carry.strip() and not first:
+            yield carry
+
+
+def newest_runs(
+    root: str | os.PathLike[str] | None = None,
+    *,
+    limit: int | None = None,
+    contains: tuple[str, ...] = (),
+    where: Callable[[RunIndexEntry], bool] | None = None,
+) -> list[RunIndexEntry]:
+    """Sealed runs newest first (in sealing order), at most ``limit`` of them.
+
+    Reads the index from its end and stops at ``limit``, so listing recent runs costs the
+    same for a store of a hundred runs or a hundred thousand. ``contains`` are exact strings a
+    matching line must hold (cheap byte tests that skip most lines before any JSON parsing);
+    ``where`` then decides on the parsed entry. Damaged lines are skipped.
+    """
+    needles = tuple(n.encode() for n in contains)
+    out: list[RunIndexEntry] = []
+    for raw in _lines_newest_first(index_path(resolve_root(root))):
+        if needles and not all(n in raw for n in needles):
+            continue
+        try:
+            record = json.loads(raw)
+            entry = RunIndexEntry.from_record(record)
+        except (ValueError, RecursionError, KeyError, TypeError, OverflowError):
+            continue
+        if where is not None and not where(entry):
+            continue
+        out.append(entry)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def indexed_run_ids(root: str | os.PathLike[str] | None = None) -> set[str]:
+    """The ids of every sealed run the index lists, found without parsing whole records."""
+    try:
+        data = index_path(resolve_root(root)).read_bytes()
+    except FileNotFoundError:
+        return set()
+    return {match.decode() for match in _RUN_ID.findall(data)}

@@ -27,11 +27,12 @@ _MAX_NAME_BYTES = 200
 
 def resolve_root(output: str | os.PathLike[str] | None = None) -> Path:
     """Where runs live: an explicit path, else ``$VITRINE_HOME``, else ``./.vitrine``."""
+    # os.path.expanduser leaves "~unknown-user" as it is where Path.expanduser would raise.
     if output is not None and str(output).strip():
-        return Path(output).expanduser()
+        return Path(os.path.expanduser(os.fspath(output)))  # noqa: PTH111
     home = os.environ.get(HOME_ENV, "").strip()
     if home:
-        return Path(home).expanduser()
+        return Path(os.path.expanduser(home))  # noqa: PTH111
     return Path.cwd() / ".vitrine"
 
 
