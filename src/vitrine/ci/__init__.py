@@ -1,0 +1,1 @@
+"""Continuous-integration kit: workflow files for a suite's evaluation layers."""
