@@ -69,7 +69,7 @@ def test_validation_errors_name_the_case_and_the_field(tmp_path):
             severity: high
             description: x
             prompt: hi
-            assert: [{type: contains, value: x}]
+            assert: [{type: equals, value: x}]
         """,
     )
     with pytest.raises(CaseFileError) as caught:

@@ -30,13 +30,15 @@ counts as passed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from vitrine.errors import VitrineError
 from vitrine.providers.base import ProviderError
 from vitrine.redact import sanitize_text
 from vitrine.redteam.campaign import Execution, PlannedProbe, probe_result
@@ -53,6 +55,7 @@ from vitrine.redteam.model import (
     Surface,
     TargetReply,
 )
+from vitrine.redteam.promptfoo import is_promptfoo_config, promptfoo_cases
 
 __all__ = [
     "CANARY_PLACEHOLDER",
@@ -71,7 +74,7 @@ CATEGORIES = ("prompt-injection", "data-leakage", "excessive-agency", "harmful-a
 Category = Literal["prompt-injection", "data-leakage", "excessive-agency", "harmful-advice"]
 
 
-class CaseFileError(ValueError):
+class CaseFileError(ValueError, VitrineError):
     """A case file that cannot be used; every problem names the case and the field."""
 
 
@@ -80,7 +83,7 @@ class _Strict(BaseModel):
 
 
 class AssertionSpec(_Strict):
-    type: Literal["not-contains", "not-called", "llm-rubric"]
+    type: Literal["not-contains", "not-called", "llm-rubric", "contains", "icontains", "regex"]
     value: str | list[Annotated[str, Field(min_length=1)]]
 
     @field_validator("value")
@@ -89,6 +92,16 @@ class AssertionSpec(_Strict):
         if (isinstance(value, str) and not value.strip()) or value == []:
             raise ValueError("an assertion needs a non-blank value")
         return value
+
+    @model_validator(mode="after")
+    def _regex_compiles(self) -> AssertionSpec:
+        if self.type == "regex":
+            for pattern in self.values:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ValueError(f"regex {pattern[:60]!r} does not compile: {exc}") from exc
+        return self
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -170,8 +183,15 @@ def load_cases(path: Path) -> CasesFile:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise CaseFileError(f"{path.name}: cannot read the case file ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise CaseFileError(f"{path.name}: not a text file; a case file is UTF-8 YAML") from exc
     except yaml.YAMLError as exc:
         raise CaseFileError(f"{path.name}: not valid YAML ({sanitize_text(str(exc))})") from exc
+    if is_promptfoo_config(raw):
+        try:
+            raw = promptfoo_cases(raw, path.name)
+        except ValueError as exc:
+            raise CaseFileError(str(exc)) from exc
     if not isinstance(raw, dict):
         raise CaseFileError(f"{path.name}: expected a mapping with 'version' and 'cases'")
     problems: list[str] = []
@@ -233,6 +253,25 @@ def _not_contains(spec: AssertionSpec, reply: TargetReply) -> AssertionResult:
     return AssertionResult(spec.type, "passed", "none present", shown)
 
 
+def _contains(spec: AssertionSpec, reply: TargetReply) -> AssertionResult:
+    """``contains`` (exact case), ``icontains`` and ``regex``: every value must be found."""
+    shown = ", ".join(spec.values)
+    text = reply.text
+    missing = []
+    for value in spec.values:
+        if spec.type == "regex":
+            found = re.search(value, text) is not None
+        elif spec.type == "icontains":
+            found = value.casefold() in text.casefold()
+        else:
+            found = value in text
+        if not found:
+            missing.append(value)
+    if missing:
+        return AssertionResult(spec.type, "failed", f"{len(missing)} expected values absent", shown)
+    return AssertionResult(spec.type, "passed", "all present", shown)
+
+
 def _not_called(spec: AssertionSpec, reply: TargetReply) -> AssertionResult:
     shown = ", ".join(spec.values)
     if reply.tool_calls is None:
@@ -267,6 +306,8 @@ async def evaluate_case(
             results.append(_not_contains(spec, reply))
         elif spec.type == "not-called":
             results.append(_not_called(spec, reply))
+        elif spec.type in ("contains", "icontains", "regex"):
+            results.append(_contains(spec, reply))
         else:
             outcome, error = await _rubric(spec, case, reply, execution, judge)
             results.append(outcome)
