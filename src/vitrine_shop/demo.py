@@ -1,19 +1,19 @@
-"""Both architectures answer one customer, side by side: ``python -m vitrine_shop.demo``.
+"""Both architectures answer one customer, side by side.
 
 Prints the customer's request, the tool-using agent's answer with its tool journal, and the
-workflow's answer with its trace (executors visited, edges taken). Both run offline on the
-deterministic scripted model, through the same code a live model would drive.
+workflow's answer with its trace (executors visited, edges taken). Offline they run on the
+deterministic scripted model, through the same code a live model drives. The command line is
+:mod:`vitrine_shop.subject_cli` (``python -m vitrine_shop``); ``python -m vitrine_shop.demo``
+is kept as an alias of it.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vitrine.bench.response import SubjectResponse
 from vitrine_shop.agent import ShopAgent
@@ -22,7 +22,10 @@ from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.scripted import ScriptedShopModel
 from vitrine_shop.services import ShopServices
 
-__all__ = ["DemoRun", "main", "request_for", "run_demo"]
+if TYPE_CHECKING:
+    from vitrine.providers.base import ChatModel
+
+__all__ = ["DemoRun", "main", "render", "request_for", "request_for_scenario", "run_demo"]
 
 _ARGUMENT_PREVIEW = 90
 
@@ -30,8 +33,8 @@ _ARGUMENT_PREVIEW = 90
 @dataclass(frozen=True, slots=True)
 class DemoRun:
     request: ShopRequest
-    agent: SubjectResponse
-    workflow: SubjectResponse
+    agent: SubjectResponse | None
+    workflow: SubjectResponse | None
     workflow_variant: str
 
 
@@ -45,16 +48,48 @@ def request_for(persona_id: str, query: str | None = None) -> ShopRequest:
     raise ValueError(f"no scenario has persona {persona_id!r}: pass --query to ask something")
 
 
+def request_for_scenario(
+    scenario_id: str, *, persona_id: str | None = None, query: str | None = None
+) -> ShopRequest:
+    """The scenario's query (or ``query``) put to its customer (``persona_id`` for a cohort)."""
+    scenario = load_scenarios()[scenario_id]
+    if persona_id is None:
+        if len(scenario.personas) != 1:
+            raise ValueError(
+                f"scenario {scenario_id} is shared by {len(scenario.personas)} customers: "
+                f"choose one with --persona ({', '.join(scenario.personas)})"
+            )
+        persona_id = scenario.personas[0]
+    elif persona_id not in scenario.personas:
+        raise ValueError(
+            f"{persona_id!r} is not a customer of scenario {scenario_id} "
+            f"({', '.join(scenario.personas)})"
+        )
+    return ShopRequest.single(persona_id, query or scenario.query)
+
+
 async def run_demo(
-    request: ShopRequest, *, services: ShopServices | None = None, zero_model: bool = False
+    request: ShopRequest,
+    *,
+    services: ShopServices | None = None,
+    zero_model: bool = False,
+    model: ChatModel | None = None,
+    architectures: str = "both",
 ) -> DemoRun:
-    """Answer ``request`` with the agent, then with the workflow, on one set of services."""
+    """Answer ``request`` with the agent, then with the workflow, on one set of services.
+
+    ``model`` None is the scripted model; ``architectures`` is "agent", "workflow" or "both".
+    """
     from vitrine_shop.workflow import ShopWorkflow
 
     services = services if services is not None else ShopServices()
-    agent = await ShopAgent(ScriptedShopModel(), services).answer(request)
-    workflow = ShopWorkflow(None if zero_model else ScriptedShopModel(), services)
-    return DemoRun(request, agent, await workflow.answer(request), workflow.variant)
+    agent = None
+    if architectures in ("agent", "both"):
+        agent = await ShopAgent(model or ScriptedShopModel(), services).answer(request)
+    workflow_model = None if zero_model else (model or ScriptedShopModel())
+    workflow = ShopWorkflow(workflow_model, services)
+    answered = await workflow.answer(request) if architectures in ("workflow", "both") else None
+    return DemoRun(request, agent, answered, workflow.variant)
 
 
 def _journal_rows(response: SubjectResponse) -> list[tuple[str, str, str]]:
@@ -77,15 +112,17 @@ def _trace_lines(response: SubjectResponse) -> tuple[str, str]:
 def _render_plain(run: DemoRun) -> None:
     out = sys.stdout.write
     out(f"Customer {run.request.persona_id}: {run.request.query}\n\n")
-    out("== Architecture one: tool-using agent ==\n")
-    out(f"{run.agent.answer or ''}\n\nTool journal:\n")
-    for number, (name, arguments, status) in enumerate(_journal_rows(run.agent), start=1):
-        out(f"  {number:>2}. {name} {arguments} [{status}]\n")
-    if not run.agent.tool_calls:
-        out("  (no tool calls)\n")
-    out(f"\n== Architecture two: workflow ({run.workflow_variant}) ==\n")
-    executors, route = _trace_lines(run.workflow)
-    out(f"{run.workflow.answer or ''}\n\nExecutors: {executors}\nRoute: {route}\n")
+    if run.agent is not None:
+        out("== Architecture one: tool-using agent ==\n")
+        out(f"{run.agent.answer or ''}\n\nTool journal:\n")
+        for number, (name, arguments, status) in enumerate(_journal_rows(run.agent), start=1):
+            out(f"  {number:>2}. {name} {arguments} [{status}]\n")
+        if not run.agent.tool_calls:
+            out("  (no tool calls)\n")
+    if run.workflow is not None:
+        out(f"\n== Architecture two: workflow ({run.workflow_variant}) ==\n")
+        executors, route = _trace_lines(run.workflow)
+        out(f"{run.workflow.answer or ''}\n\nExecutors: {executors}\nRoute: {route}\n")
 
 
 def _render_rich(run: DemoRun) -> None:
@@ -98,40 +135,28 @@ def _render_rich(run: DemoRun) -> None:
     # model cannot inject console markup.
     console = Console()
     console.print(Text(f"Customer {run.request.persona_id}: {run.request.query}", style="bold"))
-    console.print(Panel(Text(run.agent.answer or ""), title="Architecture one: tool-using agent"))
-    journal = Table("#", "tool", "arguments", "status", title="Agent tool journal")
-    for number, (name, arguments, status) in enumerate(_journal_rows(run.agent), start=1):
-        journal.add_row(str(number), Text(name), Text(arguments), Text(status))
-    if not run.agent.tool_calls:
-        journal.add_row("-", "(no tool calls)", "", "")
-    console.print(journal)
-    title = f"Architecture two: workflow ({run.workflow_variant})"
-    console.print(Panel(Text(run.workflow.answer or ""), title=title))
-    executors, route = _trace_lines(run.workflow)
-    trace = Table("executors", "route", title="Workflow trace")
-    trace.add_row(Text(executors), Text(route))
-    console.print(trace)
+    if run.agent is not None:
+        title = "Architecture one: tool-using agent"
+        console.print(Panel(Text(run.agent.answer or ""), title=title))
+        journal = Table("#", "tool", "arguments", "status", title="Agent tool journal")
+        for number, (name, arguments, status) in enumerate(_journal_rows(run.agent), start=1):
+            journal.add_row(str(number), Text(name), Text(arguments), Text(status))
+        if not run.agent.tool_calls:
+            journal.add_row("-", "(no tool calls)", "", "")
+        console.print(journal)
+    if run.workflow is not None:
+        title = f"Architecture two: workflow ({run.workflow_variant})"
+        console.print(Panel(Text(run.workflow.answer or ""), title=title))
+        executors, route = _trace_lines(run.workflow)
+        trace = Table("executors", "route", title="Workflow trace")
+        trace.add_row(Text(executors), Text(route))
+        console.print(trace)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitrine_shop.demo",
-        description="Both shop architectures answer one customer, offline.",
-    )
-    parser.add_argument("--persona", default="nadia", help="persona id (default: nadia)")
-    parser.add_argument("--query", help="ask this instead of the persona's scenario query")
-    parser.add_argument(
-        "--zero-model", action="store_true", help="run the workflow without any model"
-    )
-    parser.add_argument("--plain", action="store_true", help="plain text, no colours or tables")
-    args = parser.parse_args(argv)
-    try:
-        request = request_for(args.persona, args.query)
-        run = asyncio.run(run_demo(request, zero_model=args.zero_model))
-    except (ValueError, KeyError) as exc:
-        parser.exit(2, f"error: {exc}\n")
+def render(run: DemoRun, *, plain: bool = False) -> None:
+    """Print the run: rich panels and tables, or plain text when asked or rich is absent."""
     renderer: Any = _render_plain
-    if not args.plain:
+    if not plain:
         try:
             import rich  # noqa: F401
 
@@ -139,7 +164,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             pass
     renderer(run)
-    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m vitrine_shop.demo``: the subject command line, kept under its old name."""
+    from vitrine_shop.subject_cli import main as subject_main
+
+    return subject_main(argv)
 
 
 if __name__ == "__main__":

@@ -208,6 +208,12 @@ class ShopServices:
             self._vectors = catalogue_vectors(self.catalogue, self.embedder)
         return self._vectors
 
+    def use_vectors(self, vectors: CatalogueVectors) -> None:
+        """Search over ``vectors`` (embedded just now, say) instead of the shipped ones."""
+        if vectors.skus != tuple(p.sku for p in self.catalogue):
+            raise ValueError("the vectors were embedded from another catalogue")
+        self._vectors = vectors
+
     def _rank(
         self,
         query_vector: Vectors,
