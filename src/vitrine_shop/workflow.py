@@ -37,6 +37,15 @@ visits cannot be summed into one; ``stages`` carries, per stage, the census of i
 (cancelled > unrecovered > final fallback > recovered > measured, the later visit on a tie), so
 no degradation is hidden by a later, healthier visit.
 
+``structured["ranked"]`` records what the Ranker handed the Presenter (SKU and lane), and
+``structured["screen"]`` the screen's verdict on the Presenter's answer *before* delivery: an
+answer the screen blocked stays visible as blocked, although the customer gets the withheld
+notice instead (``withheld``), so delivery can be checked against both.
+
+A request is first searched where the customer shops (their strongest interest's department);
+the CoverageReviewer sends Discovery back when something the request asks for is not among
+the candidates, and the loop-back searches every department for that need alone.
+
 Customers with no usable evidence and a request that names nothing the shop sells get an
 abstention with questions, decided in code before any model call: there is nothing for a model
 to map, and a model asked anyway could only invent. Such a run visits every executor on its
@@ -800,17 +809,23 @@ class ShopWorkflow:
         loopbacks: int,
         gaps: Sequence[Mapping[str, Any]],
     ) -> SubjectResponse:
-        fallback_stages = [v.stage for v in record.visits if v.code_path_answered]
+        # Disclosed whenever a code path answered for a model; labelled by why it had to: a
+        # content fallback is not a provider failure, and neither list names the other's stages.
+        code_path_answered = any(v.code_path_answered for v in record.visits)
+        fallback_stages = [
+            v.stage for v in record.visits if v.census.status is StageStatus.FINAL_FALLBACK
+        ]
         unrecovered = [v.stage for v in record.visits if v.census.status is StageStatus.UNRECOVERED]
         answer = render_answer(presentation, presenter_payload)
-        if fallback_stages:
+        if code_path_answered:
             answer = f"{answer}\n\n{FALLBACK_DISCLOSURE}"
+        # The verdict on the Presenter's answer, before delivery: this is what is recorded, so
+        # a blocked answer stays visible even though the customer gets the withheld notice.
         screen = self._screen(answer, context)
         withheld = not screen.passed
         if withheld:
             # Even the code path's answer was blocked: say nothing rather than something unsafe.
             answer = _WITHHELD_ANSWER
-            screen = self._screen(answer, context)
         censuses = record.stage_censuses()
         stages = validate_stage_set(censuses, required=MODEL_STAGES) if censuses else None
         # In the order the customer reads them; the Presenter's check admits only picked SKUs.
@@ -826,6 +841,10 @@ class ShopWorkflow:
                 "architecture": "workflow",
                 "variant": self.variant,
                 "skus": presented,
+                # What the Ranker handed the Presenter, lane by lane, to hold delivery against.
+                "ranked": [
+                    {"sku": p["sku"], "lane": p["lane"]} for p in presenter_payload["picks"]
+                ],
                 "abstained": context.abstain,
                 "fallback_stages": sorted(set(fallback_stages), key=MODEL_STAGES.index),
                 "unrecovered_stages": sorted(set(unrecovered), key=MODEL_STAGES.index),

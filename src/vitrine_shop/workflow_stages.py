@@ -440,11 +440,14 @@ def _map_interests(payload: Mapping[str, Any]) -> dict[str, Any]:
         )
     request = payload["request"]
     if request["concrete"]:
+        # Look first where the customer shops; the reviewer widens the search if the request
+        # asks for something from elsewhere.
+        home = max(evidence["interests"], key=lambda i: i["weight"], default=None)
         interests.append(
             {
                 "label": _bounded(f"your request: {request['query']}", 60),
                 "source": "request",
-                "department": None,
+                "department": home["department"] if home else None,
                 "weight": _REQUEST_WEIGHT,
                 "search_query": _bounded(request["query"], _QUERY_LIMIT),
                 "evidence_skus": [],
@@ -469,14 +472,59 @@ def _map_interests(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"interests": ranked}
 
 
+# Words that name nothing a shop sells; what is left of a request names what was asked for.
+_FILLER_WORDS = """about after also and any anything are before but can could does for from get
+good got have i'm into just keep like looking mine more need new one our out over really should
+some something that the their them then there these this those too under use usually want was
+what when which while will with would year you your chf budget"""
+_FILLER = frozenset(_FILLER_WORDS.split())
+_TOKEN = re.compile(r"[a-zà-ÿ]+")
+# "I want a base layer, and I also want a milk frother": one request, two needs.
+_ANOTHER_NEED = re.compile(r"(?i)\b(?:also|as well as|plus)\b|;")
+
+
+def _stems(text: str) -> set[str]:
+    """Content words, singular: ``"Espresso Grinders"`` gives ``{"espresso", "grinder"}``."""
+    words = (w.removesuffix("s") for w in _TOKEN.findall(text.casefold()))
+    return {w for w in words if len(w) > 2 and w not in _FILLER}
+
+
+def _needs(request: str) -> list[str]:
+    """The separate things a request asks for (one, unless it says "also", "plus", ...)."""
+    parts = [part.strip(" ,.") for part in _ANOTHER_NEED.split(request) if _stems(part)]
+    return parts or [request]
+
+
+def _answers(candidate: Mapping[str, Any], need: str) -> bool:
+    """Whether a candidate is a thing the need names (by name, category, department, use)."""
+    named = (candidate["name"], candidate["category"], candidate["department"])
+    return bool(_stems(" ".join((*named, *candidate["contexts"]))) & _stems(need))
+
+
 def _review_coverage(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """Conservative: covered only when every interest has at least one candidate."""
-    found = {label for c in payload["candidates"] for label in c["interests"]}
-    gaps = [
-        {"interest": i["label"], "search_query": i["search_query"]}
-        for i in payload["interests"]
-        if i["label"] not in found
-    ]
+    """Conservative: an interest from the customer's history or restocks is covered by any
+    candidate found for it; a request, only when every thing it asks for is answered by a
+    candidate that *is* that thing.
+
+    Discovery first looks for a request where the customer shops; a request that reaches
+    into another department leaves a need unanswered there, and the reviewer sends Discovery
+    back for it, with the words of that need alone.
+    """
+    gaps = []
+    for interest in payload["interests"]:
+        found = [c for c in payload["candidates"] if interest["label"] in c["interests"]]
+        unmet: list[str] = []
+        if interest["source"] == "request":
+            unmet = [
+                need
+                for need in _needs(interest["search_query"])
+                if not any(_answers(c, need) for c in found)
+            ]
+        if not found or unmet:
+            query = "; ".join(unmet) if unmet else interest["search_query"]
+            gaps.append(
+                {"interest": interest["label"], "search_query": _bounded(query, _QUERY_LIMIT)}
+            )
     return {"covered": not gaps, "gaps": gaps}
 
 
@@ -495,8 +543,10 @@ def _reason(candidate: Mapping[str, Any], interest: Mapping[str, Any]) -> str:
             400,
         )
     if interest["source"] == "request":
-        contexts = candidate["contexts"]
-        tie = "your request" + (f" ({', '.join(contexts)})" if contexts else "")
+        # Say which part of the request it answers: its use, else the words it shares with it.
+        named = " ".join((candidate["name"], candidate["category"], candidate["department"]))
+        shared = candidate["contexts"] or sorted(_stems(named) & _stems(interest["search_query"]))
+        tie = "your request" + (f" ({', '.join(shared)})" if shared else "")
     else:
         tie = f"your interest in {_topic(interest['label'])}"
     if candidate["goes_with"]:
@@ -544,12 +594,20 @@ def _rank(payload: Mapping[str, Any]) -> dict[str, Any]:
         kinds.add(kind(candidate))
         room[candidate["lane"]] -= 1
 
-    # Cover breadth first, so a cross-category request is not answered from one department.
+    # Cover breadth first, so a cross-category request is not answered from one department:
+    # one pick per interest, and per thing a request asks for.
     for interest in interests:
-        for candidate in ordered:
-            if interest["label"] in candidate["interests"] and kind(candidate) not in kinds:
-                take(candidate, interest["label"])
-                break
+        request = interest["source"] == "request"
+        for need in _needs(interest["search_query"]) if request else [None]:
+            for candidate in ordered:
+                fits = need is None or _answers(candidate, need)
+                if (
+                    interest["label"] in candidate["interests"]
+                    and fits
+                    and kind(candidate) not in kinds
+                ):
+                    take(candidate, interest["label"])
+                    break
     for candidate in ordered:
         take(candidate, best_interest(candidate))
     by_sku = {c["sku"]: c for c in candidates}

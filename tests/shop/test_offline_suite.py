@@ -83,7 +83,10 @@ def test_gates_have_authority_and_the_diagnostic_has_none(tmp_path):
     assert all(g["status"] == "PASS" for g in gates.values())
     assert gates["matched-quality"]["authority"] == "diagnostic"
     assert gates["matched-quality"]["exit_code"] is None
-    assert gates["catalogue-shape"]["label"] == "products 99/99, personas 14/14, tools 15/15"
+    assert gates["catalogue-shape"]["label"] == (
+        "products 99/99, personas 14/14, tools 15/15, 0 schema problem(s)"
+    )
+    assert gates["workflow-shape"]["label"] == "6 recorded runs, 0 route/census/contract problem(s)"
 
 
 async def test_timeline_leaves_no_node_active(tmp_path):
@@ -126,11 +129,19 @@ async def test_missing_measurement_outranks_a_measured_failure(tmp_path):
 
 def test_an_unwritable_store_is_an_infrastructure_failure(tmp_path, capsys):
     blocker = tmp_path / "not-a-directory"
-    blocker.write_text("a file where the store should be")
-    code = main(["--all", "--output", str(blocker)])
+    blocker.write_text("a file where the store's parent should be")
+    code = main(["--all", "--output", str(blocker / "store")])
     out = capsys.readouterr().out
     assert code == ExitCode.INFRASTRUCTURE
     assert "infrastructure failure" in out
+
+
+def test_a_store_path_that_is_a_file_is_refused_before_anything_runs(tmp_path, capsys):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the store should be")
+    code = main(["--all", "--output", str(blocker)])
+    assert code == ExitCode.INVALID_ARGUMENTS
+    assert "exists and is not a directory" in capsys.readouterr().err
 
 
 def test_self_test_passes(tmp_path, capsys):
