@@ -1,0 +1,421 @@
+"""The board's pages, independent of the HTTP server that carries them.
+
+:class:`Board` turns a request (method, path, query, form) into a :class:`Reply`; the server
+in :mod:`vitrine.board.server` only moves bytes, and ``vitrine board export`` calls the same
+page functions to write a static copy.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from vitrine.bench.results import RunResult
+from vitrine.board.catalog import DOCUMENTS, KINDS, VERDICTS, Catalog, RunHeader
+from vitrine.board.query import IndexQuery, Page, QueryError
+from vitrine.board.render import render
+from vitrine.board.runs import (
+    BoardError,
+    check_views,
+    load_benchmark_run,
+    read_document,
+    trial_view,
+)
+from vitrine.board.setup import BOARD_MAX_REPETITIONS, JobRunner, SetupRequest, plan_choices
+
+__all__ = ["Board", "Reply", "static_name"]
+
+_HTML = "text/html; charset=utf-8"
+_SIBLINGS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    body: bytes
+    content_type: str = _HTML
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def html(cls, text: str, status: int = 200) -> Reply:
+        return cls(status, text.encode())
+
+    @classmethod
+    def redirect(cls, location: str) -> Reply:
+        return cls(303, b"", headers={"Location": location})
+
+
+class Board:
+    """One store's board: its header index, its panel runs and its anti-forgery token."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        suite: str | None = None,
+        persist_cache: bool = True,
+        static: bool = False,
+    ) -> None:
+        self.root = root
+        self.suite_spec = suite
+        self.catalog = Catalog(root, persist=persist_cache)
+        self.jobs = JobRunner()
+        self.csrf_token = secrets.token_urlsafe(32)
+        self.static = static  # an exported copy: no forms, links to files
+
+    # -- routing ----------------------------------------------------------------------------
+
+    def get(self, path: str, params: Mapping[str, Sequence[str]]) -> Reply:
+        parts = _segments(path)
+        try:
+            return self._route_get(parts, params)
+        except (BoardError, QueryError) as exc:
+            status = exc.status if isinstance(exc, BoardError) else 400
+            return self._refusal(str(exc), status)
+
+    def post(self, path: str, form: Mapping[str, str]) -> Reply:
+        if not hmac.compare_digest(form.get("csrf", ""), self.csrf_token):
+            return self._refusal(
+                "this form did not come from this board (its anti-forgery token is missing or "
+                "stale): reload the page and submit it again",
+                403,
+            )
+        parts = _segments(path)
+        try:
+            if parts[:1] == ["redteam"] and len(parts) == 3 and parts[2] == "sign-off":
+                return self._sign_off(parts[1], form)
+            if parts == ["setup", "start"]:
+                return self._start(form)
+        except BoardError as exc:
+            return self._refusal(str(exc), exc.status)
+        return self._refusal(f"nothing accepts a form at {path}", 404)
+
+    def _route_get(self, parts: list[str], params: Mapping[str, Sequence[str]]) -> Reply:
+        def one(name: str) -> str:
+            values = params.get(name) or [""]
+            return values[-1].strip()
+
+        routes: dict[str, Callable[[], Reply]] = {
+            "": lambda: self.index(IndexQuery.parse(params)),
+            "compare": lambda: self.compare(one("a"), one("b")),
+            "trends": lambda: self.trends(one("hash")),
+            "controls": self.controls,
+            "redteam": self.redteam,
+            "setup": self.setup_page,
+        }
+        head = parts[0] if parts else ""
+        if head in routes and len(parts) <= 1:
+            return routes[head]()
+        if head == "run" and len(parts) == 3:
+            return self.run(parts[1], parts[2])
+        if head == "trial" and len(parts) == 3:
+            return self.trial(parts[1], parts[2])
+        if head == "job" and len(parts) == 2 and parts[1].isdigit():
+            return self.job(int(parts[1]))
+        raise BoardError(f"the board has no page at /{'/'.join(parts)}")
+
+    # -- pages ------------------------------------------------------------------------------
+
+    def href(self, path: str) -> str:
+        """A link to a board page: its URL, or in an exported copy the file that holds it."""
+        return static_name(path) if self.static else path
+
+    def _page(self, template: str, status: int = 200, **context: Any) -> Reply:
+        return Reply.html(
+            render(template, csrf=self.csrf_token, static=self.static, href=self.href, **context),
+            status,
+        )
+
+    def _refusal(self, message: str, status: int) -> Reply:
+        return self._page("refusal.html.j2", status, message=message)
+
+    def index(self, query: IndexQuery) -> Reply:
+        headers = self.catalog.headers()
+        page = Page.of(headers, query)
+        return self._page(
+            "index.html.j2",
+            page=page,
+            query=query,
+            facets=_facets(headers),
+            kinds=KINDS,
+            verdicts=VERDICTS,
+            total_runs=len(headers),
+        )
+
+    def _header(self, kind: str, key: str) -> RunHeader:
+        header = self.catalog.find(kind, key)
+        if header is None:
+            raise BoardError(f"no {KINDS.get(kind, kind)} {key!r} in this store")
+        return header
+
+    def run(self, kind: str, key: str) -> Reply:
+        header = self._header(kind, key)
+        if kind == "benchmark":
+            return self._benchmark_page(header)
+        if kind == "offline":
+            return self._offline_page(header)
+        if kind == "redteam":
+            return self._redteam_page(header)
+        if kind == "mutants":
+            return self._mutants_page(header)
+        document = read_document(self.root, f"{header.location}/{DOCUMENTS[kind]}")
+        return self._page(
+            "document.html.j2",
+            header=header,
+            doc=document,
+        )
+
+    def _benchmark_page(self, header: RunHeader) -> Reply:
+        run = load_benchmark_run(self.root, header.location)
+        siblings = [
+            h
+            for h in self.catalog.headers()
+            if h.kind == "benchmark"
+            and h.definition_hash == header.definition_hash
+            and h.key != header.key
+        ][:_SIBLINGS]
+        return self._page(
+            "benchmark.html.j2",
+            header=header,
+            run=run,
+            checks=check_views(run),
+            siblings=siblings,
+        )
+
+    def _offline_page(self, header: RunHeader) -> Reply:
+        from vitrine.reports.writer import ReportSchemaError, load_report
+
+        try:
+            report = load_report(self.root / header.location / DOCUMENTS["offline"])
+        except (ReportSchemaError, OSError, ValueError) as exc:
+            raise BoardError(f"{header.location}: {exc}", 409) from exc
+        runs = {h.key: h for h in self.catalog.headers() if h.kind == "benchmark"}
+        return self._page("offline.html.j2", header=header, report=report, known_runs=runs)
+
+    def trial(self, run_id: str, case_id: str) -> Reply:
+        header = self._header("benchmark", run_id)
+        run = load_benchmark_run(self.root, header.location)
+        return self._page("trial.html.j2", header=header, run=run, trial=trial_view(run, case_id))
+
+    def compare(self, a: str, b: str) -> Reply:
+        from vitrine.board.compare import BUCKETS, compare_sides
+
+        if not a or not b:
+            raise BoardError("choose two runs or sessions to compare: /compare?a=ID&b=ID", 400)
+        (left, left_runs), (right, right_runs) = self._side(a), self._side(b)
+        views = compare_sides(left_runs, right_runs)
+        return self._page("compare.html.j2", views=views, buckets=BUCKETS, left=left, right=right)
+
+    def _side(self, key: str) -> tuple[RunHeader, dict[str, list[RunResult]]]:
+        """One side of a comparison: a benchmark run, or a live session's runs by arm."""
+        run = self.catalog.find("benchmark", key)
+        if run is not None:
+            loaded = load_benchmark_run(self.root, run.location)
+            return run, {loaded.arm_id: [loaded]}
+        session = self.catalog.find("live", key)
+        if session is None:
+            raise BoardError(f"no benchmark run or live session {key!r} in this store")
+        receipt = read_document(self.root, f"{session.location}/{DOCUMENTS['live']}")
+        by_arm: dict[str, list[RunResult]] = {}
+        for ref in receipt.get("runs") or ():
+            header = self.catalog.find("benchmark", str(ref.get("run_id")))
+            if header is None:
+                raise BoardError(
+                    f"session {key} names run {ref.get('run_id')!r}, which is not in this "
+                    "store: a session is compared only with all of its runs",
+                    409,
+                )
+            loaded = load_benchmark_run(self.root, header.location)
+            by_arm.setdefault(loaded.arm_id, []).append(loaded)
+        if not by_arm:
+            raise BoardError(f"session {key} recorded no run: there is nothing to compare", 409)
+        return session, by_arm
+
+    def trends(self, definition_hash: str) -> Reply:
+        from vitrine.board.trends import MAX_POINTS, trends_for
+
+        headers = self.catalog.headers()
+        if not definition_hash:
+            definitions: dict[str, tuple[str, int]] = {}
+            for h in headers:
+                if h.kind == "benchmark":
+                    title, count = definitions.get(h.definition_hash, (h.title, 0))
+                    definitions[h.definition_hash] = (title, count + 1)
+            return self._page("trends_index.html.j2", definitions=definitions)
+        series = trends_for(self.root, headers, definition_hash)
+        if not series:
+            raise BoardError(f"no sealed run of definition {definition_hash!r} in this store")
+        return self._page(
+            "trends.html.j2",
+            definition_hash=definition_hash,
+            series=series,
+            max_points=MAX_POINTS,
+        )
+
+    def controls(self) -> Reply:
+        from vitrine.reports.writer import ReportSchemaError, load_report
+
+        latest = next((h for h in self.catalog.headers() if h.kind == "offline"), None)
+        report = None
+        problem = None
+        if latest is not None:
+            try:
+                report = load_report(self.root / latest.location / DOCUMENTS["offline"])
+            except (ReportSchemaError, OSError, ValueError) as exc:
+                problem = str(exc)
+        matrix_header = next((h for h in self.catalog.headers() if h.kind == "mutants"), None)
+        matrix, matrix_problem = (
+            _load_matrix(self.root / matrix_header.location / DOCUMENTS["mutants"])
+            if matrix_header is not None
+            else (None, None)
+        )
+        return self._page(
+            "controls.html.j2",
+            source=latest,
+            report=report,
+            problem=problem,
+            matrix_header=matrix_header,
+            matrix=matrix,
+            matrix_problem=matrix_problem,
+        )
+
+    def _mutants_page(self, header: RunHeader) -> Reply:
+        matrix, problem = _load_matrix(self.root / header.location / DOCUMENTS["mutants"])
+        return self._page("mutants.html.j2", header=header, matrix=matrix, problem=problem)
+
+    # -- red team ---------------------------------------------------------------------------
+
+    def redteam(self) -> Reply:
+        runs = [h for h in self.catalog.headers() if h.kind == "redteam"]
+        return self._page("redteam_index.html.j2", runs=runs)
+
+    def _redteam_page(self, header: RunHeader, notice: str = "") -> Reply:
+        from vitrine.redteam.runs import RunNotFoundError, finding_states, load_run, read_signoffs
+
+        run_dir = self.root / header.location
+        try:
+            document = load_run(run_dir)
+        except RunNotFoundError as exc:
+            raise BoardError(str(exc), 409) from exc
+        findings = finding_states(document, read_signoffs(run_dir))
+        return self._page(
+            "redteam.html.j2", header=header, doc=document, findings=findings, notice=notice
+        )
+
+    def _sign_off(self, run_key: str, form: Mapping[str, str]) -> Reply:
+        from vitrine.redteam.report import write_run_html
+        from vitrine.redteam.runs import load_run, read_signoffs, sign_off
+
+        if self.static:
+            raise BoardError("an exported board is read-only", 405)
+        header = self._header("redteam", run_key)
+        run_dir = self.root / header.location
+        by, reason = form.get("by", ""), form.get("reason", "")
+        if not by.strip() or not reason.strip():
+            raise BoardError(
+                "a sign-off needs your name and a reason: it is a record of who accepted the "
+                "finding and why",
+                400,
+            )
+        try:
+            sign_off(run_dir, form.get("finding", ""), by=by, reason=reason)
+        except (LookupError, ValueError) as exc:
+            raise BoardError(str(exc), 400) from exc
+        # The run's own report page is re-rendered, exactly as after `vitrine redteam sign-off`.
+        write_run_html(run_dir, load_run(run_dir), read_signoffs(run_dir))
+        return Reply.redirect(f"/run/redteam/{quote(run_key)}")
+
+    # -- setup ------------------------------------------------------------------------------
+
+    def _suite(self) -> Any:
+        from vitrine.suite import DEFAULT_SUITE, SuiteLoadError, load_suite
+
+        try:
+            return load_suite(self.suite_spec or DEFAULT_SUITE)
+        except SuiteLoadError as exc:
+            raise BoardError(str(exc), 500) from exc
+
+    def setup_page(self) -> Reply:
+        suite = self._suite()
+        try:
+            scenarios = [suite.scenarios[key] for key in suite.scenarios]
+            scenario_problem = None
+        except Exception as exc:
+            from vitrine.redact import describe_exception
+
+            scenarios, scenario_problem = [], describe_exception(exc)
+        return self._page(
+            "setup.html.j2",
+            suite=suite,
+            plans=plan_choices(suite),
+            scenarios=scenarios,
+            scenario_problem=scenario_problem,
+            board_max=BOARD_MAX_REPETITIONS,
+        )
+
+    def _start(self, form: Mapping[str, str]) -> Reply:
+        if self.static:
+            raise BoardError("an exported board is read-only", 405)
+        request = SetupRequest.from_form(dict(form))
+        argv = request.argv(self._suite(), self.suite_spec, self.root)
+        job = self.jobs.start(request.plan, argv)
+        return Reply.redirect(f"/job/{job.id}")
+
+    def job(self, job_id: int) -> Reply:
+        return self._page("job.html.j2", job=self.jobs.get(job_id))
+
+    def job_json(self, job_id: int) -> Reply:
+        import json
+
+        try:
+            body = json.dumps(self.jobs.get(job_id).to_dict())
+        except BoardError as exc:
+            return Reply(404, json.dumps({"error": str(exc)}).encode(), "application/json")
+        return Reply(200, body.encode(), "application/json")
+
+
+def _segments(path: str) -> list[str]:
+    # Split before decoding, so an encoded "/" inside a case id stays part of that id.
+    return [unquote(part) for part in path.split("/") if part]
+
+
+def static_name(path: str) -> str:
+    """The file name an exported page is written under (flat, so relative links just work)."""
+    from vitrine.store.naming import sanitize_file_name
+
+    route, _, query = path.partition("?")
+    parts = [p for p in route.split("/") if p]
+    if not parts:
+        return "index.html"
+    if parts[0] == "static":
+        return "/".join(parts)
+    if parts[0] == "trends" and query.startswith("hash="):
+        parts.append(query.removeprefix("hash="))
+    return sanitize_file_name("-".join(parts)) + ".html"
+
+
+def _facets(headers: Sequence[RunHeader]) -> dict[str, list[str]]:
+    """The distinct values each filter can take, for its drop-down."""
+    values: dict[str, set[str]] = {"suite": set(), "plan": set(), "arm": set()}
+    for h in headers:
+        values["suite"].add(h.suite)
+        values["plan"].add(h.plan)
+        values["arm"].add(h.arm)
+    return {k: sorted(v - {""}) for k, v in values.items()}
+
+
+def _load_matrix(path: Path) -> tuple[Any, str | None]:
+    """The kill matrix through its own reader, or the sentence saying why it cannot be shown."""
+    try:
+        from vitrine.mutants.report import MatrixSchemaError, load_matrix
+    except ImportError:
+        return None, "this version of vitrine cannot read mutant matrices"
+    try:
+        return load_matrix(path), None
+    except MatrixSchemaError as exc:
+        return None, str(exc)

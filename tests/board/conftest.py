@@ -1,0 +1,27 @@
+"""Fixtures of the board's tests: one real store per session, and a board serving it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from board_fixtures import build_redteam, build_store
+
+
+@pytest.fixture(scope="session")
+def board_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("board-store")
+    build_store(root)
+    build_redteam(root)
+    return root
+
+
+@pytest.fixture
+def served(board_store: Path) -> Iterator[tuple[object, str]]:
+    from vitrine.board.app import Board
+    from vitrine.board.server import serve
+
+    board = Board(board_store)
+    with serve(board) as server:
+        yield board, server.url
