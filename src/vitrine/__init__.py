@@ -29,6 +29,11 @@ _EXPORTS: dict[str, str] = {
     "ScopeClass": "vitrine.controls",
     "load_manifest": "vitrine.controls",
     "run_controls": "vitrine.controls",
+    # subject mutants and the kill matrix
+    "Mutant": "vitrine.mutants",
+    "MutantCatalogue": "vitrine.mutants",
+    "MutantMatrix": "vitrine.mutants",
+    "run_mutants": "vitrine.mutants",
     # floors
     "ChanceFloor": "vitrine.floors",
     "FloorKind": "vitrine.floors",
@@ -84,74 +89,29 @@ _EXPORTS: dict[str, str] = {
     "ScenarioInfo": "vitrine.suite",
     "Suite": "vitrine.suite",
     "load_suite": "vitrine.suite",
+    # retries, gates and reports of your own evaluations
+    "RetryPolicy": "vitrine.bench.retry",
+    "GateDecision": "vitrine.gates",
+    "GateResult": "vitrine.gates",
+    "decide": "vitrine.gates",
+    "GateRow": "vitrine.reports.model",
+    "SuiteReport": "vitrine.reports.model",
+    "benchmark_section": "vitrine.reports.sections",
+    "recompute_claims": "vitrine.reports.sections",
+    "load_report": "vitrine.reports.writer",
+    "write_reports": "vitrine.reports.writer",
+    # the run store
+    "RunStore": "vitrine.store",
+    "list_runs": "vitrine.store",
+    "load_run": "vitrine.store",
+    "resume_run": "vitrine.bench.runner",
+    # the one exception root
+    "VitrineError": "vitrine.errors",
 }
 
-__all__ = [
-    "AdmissionError",
-    "AdmittedCheck",
-    "Arm",
-    "AttemptOutcome",
-    "Authority",
-    "BenchmarkDefinition",
-    "Case",
-    "Census",
-    "ChanceFloor",
-    "ChatCompletion",
-    "ChatMessage",
-    "ChatModel",
-    "ChatRequest",
-    "Check",
-    "ControlRegistry",
-    "ControlResult",
-    "ControlSpec",
-    "DefinitionError",
-    "EvalResult",
-    "ExitCode",
-    "FloorKind",
-    "FloorNotDerivableError",
-    "FunctionCheck",
-    "FunctionPlan",
-    "ImpossibleCensusError",
-    "ManifestError",
-    "ManifestExpectation",
-    "MeasurementState",
-    "Observation",
-    "Plan",
-    "PlanKind",
-    "PlanOutcome",
-    "PlanRequest",
-    "Provenance",
-    "ProviderError",
-    "ProviderFailure",
-    "RepetitionRule",
-    "ResponseFormat",
-    "RunResult",
-    "ScenarioInfo",
-    "ScenarioRow",
-    "ScopeClass",
-    "StageAttemptCensus",
-    "StageStatus",
-    "SubjectResponse",
-    "Suite",
-    "TokenUsage",
-    "ToolCallRecord",
-    "ToolCallRequest",
-    "ToolCallStatus",
-    "ToolSpec",
-    "UsageError",
-    "Verdict",
-    "WorkflowTrace",
-    "admit",
-    "aggregate_exit_codes",
-    "check",
-    "evaluate",
-    "evaluate_async",
-    "load_manifest",
-    "load_suite",
-    "plan",
-    "run_controls",
-    "run_verdict",
-]
+# Derived from the one table above, so a name cannot be exported in one place and missing in
+# the other; the TYPE_CHECKING block below mirrors it for type checkers (a test keeps it so).
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605
 
 
 def __getattr__(name: str) -> Any:
@@ -168,8 +128,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from vitrine.api import EvalResult, evaluate, evaluate_async
-    from vitrine.bench.model import (
+    # For type checkers only (the package re-exports these implicitly, see pyproject.toml);
+    # a test keeps these imports equal to _EXPORTS.
+    from vitrine.api import EvalResult, evaluate, evaluate_async  # noqa: F401
+    from vitrine.bench.model import (  # noqa: F401
         AdmissionError,
         AdmittedCheck,
         Arm,
@@ -182,7 +144,7 @@ if TYPE_CHECKING:
         admit,
         check,
     )
-    from vitrine.bench.response import (
+    from vitrine.bench.response import (  # noqa: F401
         AttemptOutcome,
         ImpossibleCensusError,
         StageAttemptCensus,
@@ -193,8 +155,10 @@ if TYPE_CHECKING:
         ToolCallStatus,
         WorkflowTrace,
     )
-    from vitrine.bench.results import RunResult, ScenarioRow
-    from vitrine.controls import (
+    from vitrine.bench.results import RunResult, ScenarioRow  # noqa: F401
+    from vitrine.bench.retry import RetryPolicy  # noqa: F401
+    from vitrine.bench.runner import resume_run  # noqa: F401
+    from vitrine.controls import (  # noqa: F401
         ControlRegistry,
         ControlResult,
         ControlSpec,
@@ -204,8 +168,11 @@ if TYPE_CHECKING:
         load_manifest,
         run_controls,
     )
-    from vitrine.floors import ChanceFloor, FloorKind, FloorNotDerivableError
-    from vitrine.outcomes import (
+    from vitrine.errors import VitrineError  # noqa: F401
+    from vitrine.floors import ChanceFloor, FloorKind, FloorNotDerivableError  # noqa: F401
+    from vitrine.gates import GateDecision, GateResult, decide  # noqa: F401
+    from vitrine.mutants import Mutant, MutantCatalogue, MutantMatrix, run_mutants  # noqa: F401
+    from vitrine.outcomes import (  # noqa: F401
         Census,
         ExitCode,
         MeasurementState,
@@ -214,7 +181,7 @@ if TYPE_CHECKING:
         aggregate_exit_codes,
         run_verdict,
     )
-    from vitrine.plans.base import (
+    from vitrine.plans.base import (  # noqa: F401
         FunctionPlan,
         Plan,
         PlanKind,
@@ -224,7 +191,7 @@ if TYPE_CHECKING:
         UsageError,
         plan,
     )
-    from vitrine.providers.base import (
+    from vitrine.providers.base import (  # noqa: F401
         ChatCompletion,
         ChatMessage,
         ChatModel,
@@ -236,4 +203,8 @@ if TYPE_CHECKING:
         ToolCallRequest,
         ToolSpec,
     )
-    from vitrine.suite import ScenarioInfo, Suite, load_suite
+    from vitrine.reports.model import GateRow, SuiteReport  # noqa: F401
+    from vitrine.reports.sections import benchmark_section, recompute_claims  # noqa: F401
+    from vitrine.reports.writer import load_report, write_reports  # noqa: F401
+    from vitrine.store import RunStore, list_runs, load_run  # noqa: F401
+    from vitrine.suite import ScenarioInfo, Suite, load_suite  # noqa: F401

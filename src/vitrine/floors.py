@@ -14,6 +14,8 @@ from math import comb
 from types import MappingProxyType
 from typing import Any
 
+from vitrine.errors import VitrineError
+
 __all__ = [
     "ChanceFloor",
     "FloorKind",
@@ -22,6 +24,8 @@ __all__ = [
 
 
 class FloorKind(StrEnum):
+    """How a chance floor was derived, or why it could not be."""
+
     HYPERGEOMETRIC_AT_LEAST_ONE = "hypergeometric-at-least-one"
     HYPERGEOMETRIC_AVOIDS_ALL = "hypergeometric-avoids-all"
     UNIFORM_CHOICE = "uniform-choice"
@@ -30,7 +34,7 @@ class FloorKind(StrEnum):
     NOT_DERIVABLE = "not-derivable"
 
 
-class FloorNotDerivableError(ValueError):
+class FloorNotDerivableError(ValueError, VitrineError):
     """Raised when code asks a not-derivable floor for a number it does not have."""
 
 

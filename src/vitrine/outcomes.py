@@ -13,6 +13,7 @@ from enum import IntEnum, StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from vitrine.errors import VitrineError
 from vitrine.redact import sanitize_text
 
 __all__ = [
@@ -31,12 +32,14 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 class MeasurementState(StrEnum):
+    """The three states of an observation; they are never merged into one another."""
+
     MEASURED = "measured"
     NOT_APPLICABLE = "not_applicable"
     NOT_MEASURED = "not_measured"
 
 
-class ObservationError(ValueError):
+class ObservationError(ValueError, VitrineError):
     """An observation whose fields contradict its measurement state."""
 
 
@@ -229,6 +232,8 @@ def run_verdict(observations: Iterable[Observation]) -> Verdict:
 
 
 class ExitCode(IntEnum):
+    """Process exit codes: 0 pass, 1 measured failure, 2 bad arguments, 3 not measured, 4 infra."""
+
     PASS = 0
     MEASURED_FAILURE = 1
     INVALID_ARGUMENTS = 2

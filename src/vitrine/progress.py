@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from vitrine.errors import VitrineError
 from vitrine.reports.model import TimelineEntry
 
 __all__ = [
@@ -51,7 +52,7 @@ class NodeEnded:
     detail: str = ""
 
 
-class TimelineError(RuntimeError):
+class TimelineError(RuntimeError, VitrineError):
     """A node was started twice, ended without starting, or left active."""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -19,7 +20,9 @@ from vitrine.outcomes import ExitCode
 from vitrine.plans.base import Plan, PlanKind, UsageError
 
 __all__ = [
+    "ALIAS_FLAGS",
     "DEFAULT_SUITE",
+    "SUITE_MODES",
     "LazyScenarios",
     "ScenarioInfo",
     "Suite",
@@ -29,6 +32,12 @@ __all__ = [
 
 DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"
 _DEFAULT_ATTRIBUTE = "SUITE"
+
+# The offline modes a suite may offer; each runs in the suite's default plan, which reads the
+# request's mode. A suite that does not declare one has it refused, never silently ignored.
+SUITE_MODES: tuple[str, ...] = ("self-test", "ablate-catalogue", "controls-only")
+# Command-line shorthands a suite may map to one of its plans.
+ALIAS_FLAGS: tuple[str, ...] = ("--live-subjects-and-judge",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +97,12 @@ class LazyScenarios(Mapping[str, ScenarioInfo]):
 class Suite:
     """A named set of plans and the scenarios they can be pointed at.
 
-    ``default_plan`` is the plan ``--all`` selects and the one the offline modes
-    (``--self-test``, ``--ablate-catalogue``, ``--controls-only``) run in; a suite without an
-    offline lane leaves it ``None``.
+    ``default_plan`` is the plan ``--all`` selects; a suite without an offline lane leaves it
+    ``None``. ``modes`` names the offline modes (of :data:`SUITE_MODES`: ``self-test``,
+    ``ablate-catalogue``, ``controls-only``) the default plan implements, reading
+    ``request.mode``; the command line refuses any other. ``aliases`` maps a shorthand flag (of
+    :data:`ALIAS_FLAGS`) to the plan it selects, e.g.
+    ``{"--live-subjects-and-judge": "my-live-compare"}``.
     """
 
     name: str
@@ -98,9 +110,12 @@ class Suite:
     scenarios: Mapping[str, ScenarioInfo]
     default_plan: str | None = None
     description: str = ""
-    # Named parts a subcommand may need (a RAG knowledge base, a red-team target, a service
-    # app), as "module:attr" import paths so that declaring them costs nothing at start-up.
+    # Named parts a subcommand may need, as "module:attr" import paths so that declaring them
+    # costs nothing at start-up: "redteam-target" (vitrine redteam), "service" (vitrine serve),
+    # "rag" (vitrine rag), "mutants" (vitrine mutants). A missing one is refused by name.
     components: Mapping[str, str] = field(default_factory=dict)
+    modes: AbstractSet[str] = frozenset()
+    aliases: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
@@ -132,6 +147,7 @@ class Suite:
                     f"suite {self.name!r}: the default plan must be offline, because --all "
                     "must never start paid work"
                 )
+        self._check_modes_and_aliases()
         # Iterating keys does not load lazy scenario details.
         blank = [key for key in self.scenarios if not key or not key.strip() or key == "all"]
         if blank:
@@ -139,6 +155,59 @@ class Suite:
                 f"suite {self.name!r}: scenario ids must be non-blank and not 'all' "
                 f"(which selects every scenario): {blank}"
             )
+
+    def _check_modes_and_aliases(self) -> None:
+        given: Any = self.modes  # a bare string would be read as a set of letters
+        if isinstance(given, str):
+            raise TypeError(
+                f"suite {self.name!r}: modes is a set of mode names, got the string "
+                f"{given!r}; write modes={{{given!r}}}"
+            )
+        modes = frozenset(given)
+        object.__setattr__(self, "modes", modes)
+        unknown = sorted(modes - set(SUITE_MODES))
+        if unknown:
+            raise ValueError(
+                f"suite {self.name!r}: unknown mode(s) {', '.join(unknown)}; the modes are "
+                f"{', '.join(SUITE_MODES)}"
+            )
+        if modes and self.default_plan is None:
+            raise ValueError(
+                f"suite {self.name!r} declares modes ({', '.join(sorted(modes))}) but no "
+                "default plan to run them in"
+            )
+        object.__setattr__(self, "aliases", MappingProxyType(dict(self.aliases)))
+        for flag, target in self.aliases.items():
+            if flag not in ALIAS_FLAGS:
+                raise ValueError(
+                    f"suite {self.name!r}: {flag!r} is not an alias flag; the alias flags are "
+                    f"{', '.join(ALIAS_FLAGS)}"
+                )
+            if target not in self.plans:
+                raise ValueError(
+                    f"suite {self.name!r}: alias {flag} names plan {target!r}, which is not one "
+                    f"of its plans ({', '.join(self.plans)})"
+                )
+
+    def require_mode(self, flag: str) -> None:
+        """Refuse ``--<mode>`` unless this suite declares the mode (a usage error)."""
+        mode = flag.removeprefix("--")
+        if mode not in self.modes:
+            declared = ", ".join(f"--{m}" for m in sorted(self.modes)) or "none"
+            raise UsageError(
+                f"suite {self.name} does not provide {flag}: it does not declare the {mode} "
+                f"mode (its modes: {declared}), so the flag would run an ordinary evaluation"
+            )
+
+    def alias(self, flag: str) -> str:
+        """The plan ``flag`` stands for in this suite; a suite without it is a usage error."""
+        try:
+            return self.aliases[flag]
+        except KeyError:
+            raise UsageError(
+                f"suite {self.name} does not provide {flag}: it maps that shorthand to no "
+                f"plan; choose one with --eval-plan ({', '.join(self.plans)})"
+            ) from None
 
     def plan(self, name: str) -> Plan:
         try:

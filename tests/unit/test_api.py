@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 
 import pytest
@@ -155,3 +156,225 @@ def test_refused_evaluations_start_no_run(arms, kwargs, message, tmp_path):
 def test_arms_must_be_arms():
     with pytest.raises(TypeError, match="must be vitrine Arm objects"):
         vitrine.evaluate(DEFINITION, [_good])  # type: ignore[list-item]
+
+
+# The export table ---------------------------------------------------------------------------
+
+
+def _type_checking_names() -> dict[str, str]:
+    """Name -> module of the imports under ``if TYPE_CHECKING:`` in vitrine/__init__.py."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(vitrine.__file__).read_text())
+    (block,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+    ]
+    return {
+        alias.name: str(node.module)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+def test_all_is_the_export_table_and_every_name_resolves_where_the_table_says():
+    table = vitrine._EXPORTS
+    assert len(vitrine.__all__) == len(table)
+    assert set(vitrine.__all__) == set(table)
+    for name, module in table.items():
+        assert getattr(vitrine, name) is getattr(importlib.import_module(module), name)
+
+
+def test_the_type_checking_imports_match_the_export_table():
+    assert _type_checking_names() == vitrine._EXPORTS
+
+
+def test_the_names_a_user_needs_for_reports_and_stores_are_exported():
+    needed = {
+        "SuiteReport",
+        "GateRow",
+        "GateResult",
+        "decide",
+        "write_reports",
+        "load_report",
+        "benchmark_section",
+        "recompute_claims",
+        "resume_run",
+        "RunStore",
+        "load_run",
+        "list_runs",
+        "VitrineError",
+        "RetryPolicy",
+    }
+    assert needed <= set(vitrine.__all__)
+
+
+def test_errors_vitrine_raises_share_one_root_and_keep_their_builtin_base():
+    from vitrine.store import TamperedRunError
+
+    for error in (
+        vitrine.UsageError,
+        vitrine.DefinitionError,
+        vitrine.AdmissionError,
+        vitrine.ProviderError,
+        vitrine.ManifestError,
+        vitrine.FloorNotDerivableError,
+        TamperedRunError,
+    ):
+        assert issubclass(error, vitrine.VitrineError), error
+    assert issubclass(vitrine.DefinitionError, ValueError)
+    with pytest.raises(vitrine.VitrineError, match="no cases"):
+        BenchmarkDefinition("x", "1", [], [admit(non_empty, FLOOR)])
+
+
+# Retries, tolerance, reports ----------------------------------------------------------------
+
+
+def _flaky(failures: set[str]):
+    """Fails the first call for each case in ``failures`` with a transient error."""
+    seen: set[str] = set()
+
+    async def subject(case):
+        if case.id in failures and case.id not in seen:
+            seen.add(case.id)
+            raise TimeoutError("backend timed out")
+        return await _good(case)
+
+    return subject
+
+
+def test_evaluate_retries_transient_errors_and_counts_the_retried_trials(tmp_path):
+    result = vitrine.evaluate(
+        DEFINITION,
+        Arm("flaky", _flaky({"nadia"})),
+        store=tmp_path,
+        retries=2,
+        retry_on=TimeoutError,
+        retry_backoff_s=0.0,
+    )
+    assert result.exit_code is vitrine.ExitCode.PASS
+    assert result.retried_trials == 1
+    assert result.runs[0].retries["nadia"][0].category == "TimeoutError"
+    assert any("1 of 2 trials were retried" in note for note in result.notes())
+
+
+def _sometimes_down(down: set[str]):
+    async def subject(case):
+        if case.id in down:
+            raise ConnectionError("backend unreachable")
+        return await _good(case)
+
+    return subject
+
+
+def _many_cases(n: int) -> BenchmarkDefinition:
+    return BenchmarkDefinition(
+        "api-many",
+        "1.0.0",
+        [Case(f"c{i}", f"topic {i}") for i in range(n)],
+        [admit(non_empty, FLOOR), admit(mentions_case, FLOOR)],
+    )
+
+
+def test_not_measured_trials_within_the_tolerance_are_stated_and_the_rest_decide():
+    arm = Arm("patchy", _sometimes_down({"c3"}))
+    strict = vitrine.evaluate(_many_cases(20), arm)
+    assert strict.exit_code is vitrine.ExitCode.NOT_MEASURED
+
+    tolerant = vitrine.evaluate(_many_cases(20), arm, tolerate_not_measured=0.05)
+    assert tolerant.exit_code is vitrine.ExitCode.PASS
+    notes = tolerant.notes()
+    assert any(
+        "1 of 20 trials not measured, within the declared tolerance 5%" in note for note in notes
+    )
+    assert "within the declared tolerance 5%" in tolerant.summary()
+
+
+def test_a_gap_beyond_the_tolerance_is_still_not_measured():
+    arm = Arm("patchy", _sometimes_down({"c1", "c2"}))
+    result = vitrine.evaluate(_many_cases(20), arm, tolerate_not_measured=0.05)
+    assert result.exit_code is vitrine.ExitCode.NOT_MEASURED
+    assert "2 of 20 trials not measured, beyond the declared tolerance 5%" in (
+        result.gates()[0].observation.reason or ""
+    )
+
+
+@pytest.mark.parametrize("tolerance", [-0.1, 1.0, float("nan"), True])
+def test_a_tolerance_that_is_not_a_fraction_below_one_is_refused(tolerance):
+    with pytest.raises(ValueError, match="tolerate_not_measured"):
+        vitrine.evaluate(DEFINITION, GOOD, tolerate_not_measured=tolerance)
+
+
+def test_write_reports_writes_json_and_html_that_load_back(tmp_path):
+    result = vitrine.evaluate(
+        DEFINITION, [GOOD, DEGRADED], store=tmp_path / "store", reference="agent"
+    )
+    paths = result.write_reports(tmp_path / "out")
+    assert set(paths) == {"json", "html"}
+    report = vitrine.load_report(paths["json"])
+    assert report.exit_code == int(vitrine.ExitCode.MEASURED_FAILURE)
+    by_name = {row.name: row.status for row in report.gates}
+    assert by_name["non-empty[agent]"] == "PASS"
+    assert by_name["non-empty[degraded-empty-answer]"] == "FAIL"
+    assert "<html" in paths["html"].read_text().lower()
+    checked, mismatches = vitrine.recompute_claims(report.benchmarks[0], tmp_path / "store")
+    assert checked > 0 and mismatches == []
+
+
+def test_gating_only_the_named_arms_leaves_the_others_as_evidence():
+    result = vitrine.evaluate(DEFINITION, [GOOD, DEGRADED], reference="agent")
+    assert result.exit_code is vitrine.ExitCode.MEASURED_FAILURE
+    assert result.decision(arms=["agent"]).exit_code is vitrine.ExitCode.PASS
+    assert {g.name for g in result.gates(arms=["agent"])} == {
+        "non-empty[agent]",
+        "mentions-case[agent]",
+    }
+    with pytest.raises(ValueError, match="cannot gate arms"):
+        result.gates(arms=["nobody"])
+
+
+def test_print_summary_shows_the_gates_and_the_exit():
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    result = vitrine.evaluate(DEFINITION, GOOD)
+    result.print_summary(console=Console(file=buffer, width=160))
+    text = buffer.getvalue()
+    assert "non-empty[agent]" in text and "PASS" in text
+
+
+def test_a_plain_function_is_a_subject_too():
+    def blocking(case):
+        return SubjectResponse(answer=f"because you asked about {case.input}")
+
+    result = vitrine.evaluate(DEFINITION, Arm("sync", blocking))
+    assert result.exit_code is vitrine.ExitCode.PASS
+
+
+def test_check_score_collapses_as_the_comparisons_do():
+    calls: list[str] = []
+
+    def first_try_empty(case):
+        calls.append(case.id)
+        empty = case.id == "nadia" and calls.count("nadia") == 1
+        return SubjectResponse(answer="" if empty else f"about {case.input}")
+
+    arm = Arm("agent", first_try_empty)
+    result = vitrine.evaluate(DEFINITION, arm, repetitions=2, collapse="any")
+    best_of_two = result.check_score("agent", "non-empty")
+    assert best_of_two.collapse.value == "any"
+    assert (best_of_two.successes, best_of_two.n) == (2, 2)
+    assert result.score.check_score("agent", "non-empty").successes == 1  # mean: 0.5 < 1
+
+
+def test_progress_prints_one_line_per_finished_run_to_stderr(capsys):
+    events = []
+    vitrine.evaluate(DEFINITION, [GOOD, TIE], repetitions=2, progress=True, on_event=events.append)
+    err = capsys.readouterr().err
+    assert err.count(" PASS ") == 4
+    assert events  # the caller's own sink still sees every event

@@ -41,6 +41,7 @@ def _row(i: int, **changes: object) -> dict[str, object]:
 
 EXPECT = ManifestExpectation(
     count=4,
+    prefix="NC-",
     tranches={"A": 3, "B": 1},
     scopes={ScopeClass.PRODUCTION_OBSERVATION: 2, ScopeClass.BOUNDARY_CALIBRATION_FIXTURE: 2},
 )

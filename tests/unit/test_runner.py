@@ -317,3 +317,139 @@ async def test_a_run_killed_after_its_last_trial_but_before_the_seal_is_only_sea
     assert calls == []
     assert [r.observation for r in resumed.rows] == [r.observation for r in done.rows]
     assert load_run(writer.run_dir).complete
+
+
+# Retries ------------------------------------------------------------------------------------
+
+
+def flaky_subject(failure_rate: float, seed: int):
+    """A subject whose backend times out on a seeded share of calls, independently per call."""
+    import random
+
+    rng = random.Random(seed)
+    calls: Counter[str] = Counter()
+
+    async def subject(case: Case) -> SubjectResponse:
+        calls[case.id] += 1
+        if rng.random() < failure_rate:
+            raise TimeoutError("backend timed out")
+        return await echo(case)
+
+    return subject, calls
+
+
+async def test_transient_failures_are_retried_until_every_trial_is_measured(tmp_path):
+    from vitrine.bench.retry import RetryPolicy
+
+    subject, calls = flaky_subject(0.05, seed=7)
+    policy = RetryPolicy(retries=2, retry_on=(TimeoutError,), backoff_s=0.0, seed=1)
+    result = await run_benchmark(
+        definition(100), Arm("flaky", subject), store=RunStore(tmp_path), retry=policy
+    )
+
+    assert result.census.not_measured == 0
+    assert result.verdict is Verdict.PASS
+    retried = {case for case, n in calls.items() if n > 1}
+    assert retried  # the seed draws some failures: the test would be empty otherwise
+    assert set(result.retries) == retried
+    assert result.retried_trials == len(retried)
+    for case_id in retried:
+        assert all(a.category == "TimeoutError" for a in result.retries[case_id])
+    traces = [json.loads(x) for x in (Path(result.run_dir) / "traces" / "trials.jsonl").open()]
+    by_case = {t["case_id"]: t for t in traces}
+    some = next(iter(retried))
+    assert by_case[some]["attempts"] == calls[some]
+    assert by_case[some]["failed_attempts"][0]["category"] == "TimeoutError"
+    summary = json.loads((Path(result.run_dir) / "summary.json").read_text())
+    assert summary["retried_trials"] == len(retried)
+    assert load_run(result.run_dir) == result
+
+
+async def test_a_trial_that_exhausts_its_retries_stays_not_measured():
+    from vitrine.bench.retry import RetryPolicy
+
+    calls = Counter[str]()
+
+    async def down(case: Case) -> SubjectResponse:
+        calls[case.id] += 1
+        raise ConnectionError("connection refused")
+
+    policy = RetryPolicy(retries=2, backoff_s=0.0)
+    result = await run_benchmark(definition(2), Arm("down", down), retry=policy)
+    assert calls == {"case-0": 3, "case-1": 3}
+    assert result.census.not_measured == result.census.total
+    assert [a.attempt for a in result.retries["case-0"]] == [1, 2, 3]
+    assert "ConnectionError" in result.subject_errors["case-0"]
+
+
+async def test_an_error_outside_retry_on_is_not_retried():
+    from vitrine.bench.retry import RetryPolicy
+
+    calls = Counter[str]()
+
+    async def broken(case: Case) -> SubjectResponse:
+        calls[case.id] += 1
+        raise KeyError("bug, not a transient fault")
+
+    result = await run_benchmark(
+        definition(1), Arm("broken", broken), retry=RetryPolicy(retries=3, backoff_s=0.0)
+    )
+    assert calls == {"case-0": 1}
+    assert result.retried_trials == 0
+    assert result.census.not_measured == 2
+
+
+def test_the_backoff_doubles_is_capped_and_jitter_is_seeded():
+    from vitrine.bench.retry import RetryPolicy
+
+    policy = RetryPolicy(retries=5, backoff_s=1.0, max_backoff_s=4.0, jitter=0.0)
+    rng = policy.rng()
+    assert [policy.delay_s(k, rng) for k in range(1, 5)] == [1.0, 2.0, 4.0, 4.0]
+    jittered = RetryPolicy(retries=1, backoff_s=1.0, jitter=0.5, seed=3)
+    first = [jittered.delay_s(1, r) for r in [jittered.rng()] * 3]
+    second = [jittered.delay_s(1, r) for r in [jittered.rng()] * 3]
+    assert first == second
+    assert all(0.5 <= d <= 1.5 for d in first) and len(set(first)) > 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"retries": -1}, "0 or more"),
+        ({"retries": 2, "retry_on": ()}, "retries nothing"),
+        ({"retry_on": ("TimeoutError",)}, "exception classes"),
+        ({"jitter": 2.0}, "fraction"),
+    ],
+)
+def test_a_retry_policy_that_cannot_work_is_refused(kwargs, message):
+    from vitrine.bench.retry import RetryPolicy
+
+    with pytest.raises(ValueError, match=message):
+        RetryPolicy(**kwargs)
+
+
+# Sync subjects ------------------------------------------------------------------------------
+
+
+async def test_a_plain_function_subject_runs_in_a_worker_thread():
+    import threading
+
+    threads: set[int] = set()
+
+    def blocking(case: Case) -> SubjectResponse:
+        threads.add(threading.get_ident())
+        return SubjectResponse(answer=f"about {case.id}")
+
+    result = await run_benchmark(definition(3), Arm("sync", blocking))
+    assert result.verdict is Verdict.PASS
+    assert threading.get_ident() not in threads
+
+
+async def test_a_subject_returning_something_else_is_refused_naming_the_arm():
+    def plain(case: Case) -> str:
+        return "just text"
+
+    result = await run_benchmark(definition(1), Arm("text-arm", plain))  # type: ignore[arg-type]
+    reason = result.rows[0].observation.reason or ""
+    assert result.rows[0].observation.state is MeasurementState.NOT_MEASURED
+    assert "arm 'text-arm'" in reason and "str, not a SubjectResponse" in reason

@@ -168,8 +168,8 @@ def test_a_sealed_run_has_the_reference_layout_and_verifies(tmp_path):
         "summary.json",
         "rows.jsonl",
         "traces",
-        "reports",
     }
+    assert not (run_dir / "reports").exists()  # reports belong to a session, not to a run
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["schema_version"] == 2
     assert manifest["status"] == "complete"
@@ -178,6 +178,8 @@ def test_a_sealed_run_has_the_reference_layout_and_verifies(tmp_path):
     assert manifest["run"]["kind"] == "benchmark"
     assert manifest["run"]["harness"] == "runner/greeting@1.0.0"
     assert manifest["run"]["scenario_count"] == 6
+    assert manifest["arm"] == "polite"
+    assert (manifest["run"]["case_count"], manifest["run"]["check_count"]) == (3, 2)
     assert manifest["run"]["definition_hash"] == definition().content_hash
     assert manifest["library_version"]
     assert manifest["environment"]["python"]

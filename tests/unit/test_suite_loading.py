@@ -17,6 +17,7 @@ from vitrine.plans.base import (
     PlanRequest,
     PlanUnavailableError,
     RepetitionRule,
+    UsageError,
     plan,
 )
 from vitrine.plans.validation import PlanOptions, validate
@@ -321,3 +322,71 @@ def test_the_request_resolves_the_run_store_root(tmp_path, monkeypatch):
     monkeypatch.delenv("VITRINE_HOME")
     monkeypatch.chdir(tmp_path)
     assert PlanRequest(plan="x").output_root() == tmp_path / ".vitrine"
+
+
+# Modes and aliases declared by the suite ----------------------------------------------------
+
+
+def _moded_suite(**kwargs) -> Suite:
+    offline = FunctionPlan("a", PlanKind.OFFLINE, "d", unavailable_reason="later")
+    live = FunctionPlan("b", PlanKind.LIVE, "d", paid=True, unavailable_reason="later")
+    return Suite("mine", {"a": offline, "b": live}, {}, default_plan="a", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("option", "flag"),
+    [
+        ("self_test", "--self-test"),
+        ("ablate_catalogue", "--ablate-catalogue"),
+        ("controls_only", "--controls-only"),
+    ],
+)
+def test_a_mode_the_suite_does_not_declare_is_refused(option, flag):
+    with pytest.raises(UsageError, match=f"suite mine does not provide {flag}: it does not"):
+        validate(_moded_suite(), PlanOptions(**{option: True}))
+
+
+def test_a_declared_mode_runs_in_the_default_plan():
+    suite = _moded_suite(modes={"controls-only"})
+    with pytest.raises(UsageError, match="a is not available: later"):
+        validate(suite, PlanOptions(controls_only=True))
+    with pytest.raises(UsageError, match="does not provide --self-test"):
+        validate(suite, PlanOptions(self_test=True))
+
+
+def test_the_live_alias_selects_the_plan_the_suite_maps_it_to():
+    suite = _moded_suite(aliases={"--live-subjects-and-judge": "b"})
+    with pytest.raises(UsageError, match=r"b \(selected by --live-subjects-and-judge\) needs"):
+        validate(suite, PlanOptions(live_alias=True))
+    with pytest.raises(UsageError, match="does not provide --live-subjects-and-judge"):
+        validate(_moded_suite(), PlanOptions(live_alias=True))
+
+
+def test_suite_refuses_unknown_modes_and_aliases():
+    with pytest.raises(ValueError, match="unknown mode"):
+        _moded_suite(modes={"self-tests"})
+    with pytest.raises(TypeError, match="set of mode names"):
+        _moded_suite(modes="self-test")
+    with pytest.raises(ValueError, match="not an alias flag"):
+        _moded_suite(aliases={"--live": "b"})
+    with pytest.raises(ValueError, match="names plan 'zzz'"):
+        _moded_suite(aliases={"--live-subjects-and-judge": "zzz"})
+    offline = FunctionPlan("a", PlanKind.OFFLINE, "d", unavailable_reason="later")
+    with pytest.raises(ValueError, match="no default plan"):
+        Suite("s", {"a": offline}, {}, modes={"self-test"})
+
+
+def test_the_shop_declares_every_mode_and_its_live_alias():
+    suite = load_suite()
+    assert suite.modes == {"self-test", "ablate-catalogue", "controls-only"}
+    assert suite.aliases == {"--live-subjects-and-judge": "eval03-compare"}
+
+
+def test_a_blank_scenario_refusal_leaves_no_dangling_colon():
+    offline = FunctionPlan(
+        "a", PlanKind.OFFLINE, "d", scenario_refusal="  ", unavailable_reason="later"
+    )
+    suite = Suite("s", {"a": offline}, {"x": ScenarioInfo("x", "t", "d", "q")}, default_plan="a")
+    with pytest.raises(UsageError) as caught:
+        validate(suite, PlanOptions(all=True, scenario="x"))
+    assert str(caught.value) == "a does not accept --scenario"

@@ -6,6 +6,7 @@ of everything it binds), so two runs can only be compared when they measured the
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import json
@@ -16,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from vitrine.bench.response import SubjectResponse
+from vitrine.errors import VitrineError
 from vitrine.floors import ChanceFloor
 from vitrine.outcomes import Observation
 
@@ -109,7 +111,7 @@ class Authority(StrEnum):
     DIAGNOSTIC = "diagnostic"
 
 
-class AdmissionError(ValueError):
+class AdmissionError(ValueError, VitrineError):
     """A check was offered for admission without what admission requires."""
 
 
@@ -143,6 +145,7 @@ class AdmittedCheck:
 def admit(
     chk: Check, floor: ChanceFloor | None, authority: Authority = Authority.GATE
 ) -> AdmittedCheck:
+    """Admit ``chk`` into a benchmark with its chance floor and its authority (gate or not)."""
     if floor is None:
         raise AdmissionError(
             f"check {chk.key!r} has no chance floor: every admitted check declares one (use "
@@ -152,7 +155,7 @@ def admit(
     return AdmittedCheck(chk, floor, authority)
 
 
-class DefinitionError(ValueError):
+class DefinitionError(ValueError, VitrineError):
     """A benchmark definition that cannot be run as stated."""
 
 
@@ -262,12 +265,25 @@ class BenchmarkDefinition:
         }
 
 
-Subject = Callable[[Case], Awaitable[SubjectResponse]]
+Subject = Callable[[Case], Awaitable[SubjectResponse]] | Callable[[Case], SubjectResponse]
+
+
+def _is_async_callable(fn: Any) -> bool:
+    # functools.partial and callable objects hide the coroutine function one level down.
+    target = getattr(fn, "func", fn)
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+        getattr(target, "__call__", None)  # noqa: B004 - the bound __call__ is what runs
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Arm:
-    """A system variant under test: an id and the async subject that answers a case."""
+    """A system variant under test: an id and the subject that answers a case.
+
+    The subject is ``async def subject(case) -> SubjectResponse`` or a plain function with the
+    same shape; a plain function runs in a worker thread (``asyncio.to_thread``), so a blocking
+    client does not stall the other trials.
+    """
 
     arm_id: str
     subject: Subject
@@ -278,3 +294,18 @@ class Arm:
             raise DefinitionError("an arm needs a non-blank arm_id")
         if not callable(self.subject):
             raise DefinitionError(f"arm {self.arm_id!r}: subject is not callable")
+
+    async def respond(self, case: Case) -> SubjectResponse:
+        """Ask the subject for its response to ``case``, refusing anything but a response."""
+        if _is_async_callable(self.subject):
+            produced: Any = await self.subject(case)  # type: ignore[misc]
+        else:
+            produced = await asyncio.to_thread(self.subject, case)
+            if inspect.isawaitable(produced):  # a plain function that hands back a coroutine
+                produced = await produced
+        if not isinstance(produced, SubjectResponse):
+            raise TypeError(
+                f"arm {self.arm_id!r}: the subject returned {type(produced).__name__}, not a "
+                "SubjectResponse; wrap the answer as vitrine.SubjectResponse(answer=...)"
+            )
+        return produced

@@ -12,6 +12,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from vitrine.errors import VitrineError
+
 __all__ = [
     "AttemptOutcome",
     "ImpossibleCensusError",
@@ -28,6 +30,8 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 class ToolCallStatus(StrEnum):
+    """How one tool call ended: it ran (``ok``), it raised (``error``), or it said no."""
+
     OK = "ok"
     ERROR = "error"
     REFUSED = "refused"
@@ -110,6 +114,8 @@ class AttemptOutcome(StrEnum):
 
 
 class StageStatus(StrEnum):
+    """How one workflow stage ended, judged over all of its attempts."""
+
     MEASURED = "measured"  # first attempt usable
     RECOVERED = "recovered"  # an earlier attempt failed, a later one was usable
     FINAL_FALLBACK = "final_fallback"  # no usable response; the stage's code path answered
@@ -121,7 +127,7 @@ class StageStatus(StrEnum):
         return self in (StageStatus.MEASURED, StageStatus.RECOVERED)
 
 
-class ImpossibleCensusError(ValueError):
+class ImpossibleCensusError(ValueError, VitrineError):
     """An attempt census that could not have come from a real stage."""
 
 

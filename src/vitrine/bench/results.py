@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from vitrine.bench.retry import FailedAttempt
 from vitrine.floors import ChanceFloor
 from vitrine.outcomes import Census, Observation, Verdict, run_verdict
 
@@ -65,6 +66,10 @@ class RunResult:
     run_dir: str | None = None
     subject_errors: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     responses: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    # The failed tries of every trial that was retried, whether or not a later try succeeded.
+    retries: Mapping[str, tuple[FailedAttempt, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def __repr__(self) -> str:
         # Kept short on purpose: asyncio formats the repr of a finished main task (through
@@ -86,6 +91,16 @@ class RunResult:
     @property
     def census(self) -> Census:
         return Census.of(row.observation for row in self.rows)
+
+    @property
+    def retried_trials(self) -> int:
+        """How many trials needed more than one try (a retry, successful or not)."""
+        return len(self.retries)
+
+    @property
+    def unmeasured_trials(self) -> int:
+        """Trials whose subject never produced a response, after every retry."""
+        return len(self.subject_errors)
 
     def check(self, key: str) -> CheckInfo:
         for info in self.checks:

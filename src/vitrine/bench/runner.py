@@ -31,6 +31,7 @@ from vitrine.bench.events import (
 from vitrine.bench.model import AdmittedCheck, Arm, BenchmarkDefinition, Case
 from vitrine.bench.response import SubjectResponse
 from vitrine.bench.results import CheckInfo, RunResult, ScenarioRow
+from vitrine.bench.retry import NO_RETRY, FailedAttempt, RetryPolicy
 from vitrine.outcomes import Observation, run_verdict
 from vitrine.redact import describe_exception
 from vitrine.store.errors import ResumeMismatchError, RunStoreError
@@ -52,6 +53,7 @@ class _Options:
     concurrency: int
     trial_timeout_s: float
     check_timeout_s: float
+    retry: RetryPolicy = NO_RETRY
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -69,6 +71,7 @@ class _TrialOutcome:
     duration_ms: float
     error: str | None
     response: Mapping[str, Any] | None
+    failed_attempts: tuple[FailedAttempt, ...] = ()
 
 
 async def run_benchmark(
@@ -82,6 +85,7 @@ async def run_benchmark(
     check_timeout_s: float = 30.0,
     on_event: EventSink | None = None,
     seed: int | None = None,
+    retry: RetryPolicy | None = None,
 ) -> RunResult:
     """Run every case of ``definition`` once against ``arm`` and seal the run.
 
@@ -89,10 +93,12 @@ async def run_benchmark(
     separate calls with the same arm and a different ``repetition``. ``seed`` is recorded in the
     manifest for subjects that draw randomness; the runner itself draws none. Concurrency is
     bounded by a pool of ``concurrency`` workers, so at most that many subjects run at once.
+    ``retry`` retries a trial whose subject raised a declared transient error; every failed
+    try is kept in the trial's trace and counted in the run's summary.
     """
     if repetition < 1:
         raise ValueError(f"repetition counts from 1, got {repetition}")
-    options = _Options(concurrency, trial_timeout_s, check_timeout_s)
+    options = _Options(concurrency, trial_timeout_s, check_timeout_s, retry or NO_RETRY)
     if store is None:
         writer = None
         run_id, started_at = new_run_id(), utc_timestamp()
@@ -114,13 +120,14 @@ async def resume_run(
     trial_timeout_s: float = 120.0,
     check_timeout_s: float = 30.0,
     on_event: EventSink | None = None,
+    retry: RetryPolicy | None = None,
 ) -> RunResult:
     """Finish a run whose process was killed: keep its finished trials, run the rest, seal.
 
     The run must have been started with this very definition (same content hash) and arm. A run
     that is already sealed is loaded and returned as it is.
     """
-    options = _Options(concurrency, trial_timeout_s, check_timeout_s)
+    options = _Options(concurrency, trial_timeout_s, check_timeout_s, retry or NO_RETRY)
     paths = RunPaths(Path(run_dir))
     manifest = read_manifest(paths)
     _check_resumable(paths, manifest, definition, arm)
@@ -134,6 +141,7 @@ async def resume_run(
             float((contents.traces.get(case_id) or {}).get("duration_ms") or 0.0),
             contents.subject_errors.get(case_id),
             contents.responses.get(case_id),
+            contents.retries.get(case_id, ()),
         )
         for case_id, rows in contents.rows.items()
     }
@@ -164,9 +172,10 @@ def _check_resumable(
             f"{definition.identity} ({definition.content_hash}); resuming it with a different "
             "definition would mix two benchmarks in one run"
         )
-    if manifest.get("subject") != arm.arm_id:
+    measured = manifest.get("arm", manifest.get("subject"))
+    if measured != arm.arm_id:
         raise ResumeMismatchError(
-            f"run {paths.run_id} measured arm {manifest.get('subject')!r}, not {arm.arm_id!r}; "
+            f"run {paths.run_id} measured arm {measured!r}, not {arm.arm_id!r}; "
             "resuming it with another arm would mix two systems in one run"
         )
 
@@ -198,6 +207,7 @@ class _Session:
         self._sink = on_event
         self._sink_failures = 0
         self._checks: tuple[AdmittedCheck, ...] = definition.checks
+        self._rng = options.retry.rng()
 
     # Events -----------------------------------------------------------------------------------
 
@@ -283,24 +293,22 @@ class _Session:
     async def _observe(self, case: Case, started: float) -> _TrialOutcome:
         response: SubjectResponse | None = None
         error: str | None = None
-        try:
-            async with asyncio.timeout(self.options.trial_timeout_s) as scope:
-                produced = await self.arm.subject(case)
-            if not isinstance(produced, SubjectResponse):
-                raise TypeError(
-                    f"the subject returned {type(produced).__name__}, not a SubjectResponse"
-                )
-            response = produced
-        except TimeoutError as exc:
-            # Only our own deadline is a trial timeout; a TimeoutError raised by the subject's
-            # own code is an ordinary subject failure and is described as such.
-            error = (
-                f"the subject did not answer within {self.options.trial_timeout_s:g} s"
-                if scope.expired()
-                else describe_exception(exc)
-            )
-        except Exception as exc:
-            error = describe_exception(exc)
+        failures: list[FailedAttempt] = []
+        policy = self.options.retry
+        tries = 0
+        while tries < policy.attempts:
+            if tries:
+                await asyncio.sleep(policy.delay_s(tries, self._rng))
+            tries += 1
+            response, error, exc = await self._attempt(case)
+            if exc is None:
+                break
+            failures.append(FailedAttempt.of(tries, exc, error))
+            if not policy.retryable(exc):
+                break
+        # Only a trial that took more than one try carries its tries: a trial that failed once
+        # is fully described by its error.
+        retried = tuple(failures) if tries > 1 else ()
 
         if response is None:
             reason = f"the subject failed, so nothing could be observed: {error}"
@@ -319,7 +327,27 @@ class _Session:
             _elapsed_ms(started),
             error,
             None if response is None else response.to_dict(),
+            retried,
         )
+
+    async def _attempt(
+        self, case: Case
+    ) -> tuple[SubjectResponse | None, str | None, Exception | None]:
+        """One try of the subject: its response, or the sanitized error and the exception."""
+        try:
+            async with asyncio.timeout(self.options.trial_timeout_s) as scope:
+                return await self.arm.respond(case), None, None
+        except TimeoutError as exc:
+            # Only our own deadline is a trial timeout; a TimeoutError raised by the subject's
+            # own code is an ordinary subject failure and is described as such.
+            error = (
+                f"the subject did not answer within {self.options.trial_timeout_s:g} s"
+                if scope.expired()
+                else describe_exception(exc)
+            )
+            return None, error, exc
+        except Exception as exc:
+            return None, describe_exception(exc), exc
 
     async def _evaluate(
         self, admitted: AdmittedCheck, case: Case, response: SubjectResponse
@@ -354,6 +382,7 @@ class _Session:
                 duration_ms=outcome.duration_ms,
                 error=outcome.error,
                 response=outcome.response,
+                failed_attempts=outcome.failed_attempts,
             )
         self.finished[outcome.case_id] = outcome
         if self._sink is not None:
@@ -433,6 +462,9 @@ class _Session:
             ),
             responses=MappingProxyType(
                 {o.case_id: o.response for o in outcomes if o.response is not None}
+            ),
+            retries=MappingProxyType(
+                {o.case_id: o.failed_attempts for o in outcomes if o.failed_attempts}
             ),
         )
 

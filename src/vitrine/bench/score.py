@@ -20,6 +20,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from vitrine.errors import VitrineError
 from vitrine.floors import ChanceFloor
 from vitrine.outcomes import Census, MeasurementState, Observation
 
@@ -48,7 +49,7 @@ __all__ = [
 ALPHA = 0.05
 
 
-class ScoreError(ValueError):
+class ScoreError(ValueError, VitrineError):
     """Inputs whose score would not mean what it claims."""
 
 

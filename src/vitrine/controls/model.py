@@ -17,6 +17,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from vitrine.errors import VitrineError
+
 __all__ = [
     "ControlSpec",
     "ManifestError",
@@ -39,7 +41,7 @@ class ScopeClass(StrEnum):
     BOUNDARY_CALIBRATION_FIXTURE = "boundary-calibration-fixture"
 
 
-class ManifestError(ValueError):
+class ManifestError(ValueError, VitrineError):
     """A control manifest that cannot be trusted as a ledger of registered controls."""
 
 
@@ -50,6 +52,22 @@ _TEXT_FIELDS = ("id", "name", "category", "target", "mutation", "producer", "eva
 class ControlSpec:
     """One registered control, as its manifest row states it.
 
+    Every text field is free text for the reader of the report, required and non-blank:
+
+    - ``id``: the row's id, ``{prefix}01``, ``{prefix}02``, ... (see :class:`ManifestExpectation`);
+    - ``scope``: what kind of evidence the control gives (:class:`ScopeClass`);
+    - ``name`` and ``category``: a short title and the family it belongs to ("grounding",
+      "safety", ...), used to group the controls in reports;
+    - ``target``: the contract or decision seam under perturbation (a check, a screen, a gate);
+    - ``mutation``: the one isolated perturbation, in words ("drop the last tool call");
+    - ``producer``: what produces the observation the evaluator reads (the shipped agent's
+      answer, a stored run, an authored fixture), so a reader knows whose output is perturbed;
+    - ``evaluator``: the check or function that must turn red (the same one that stays green
+      on the healthy and restored observations);
+    - ``tranche``: a label you choose to group controls into batches (a release, a review
+      round, a team); :class:`ManifestExpectation` can pin how many rows each tranche holds,
+      so that a row filed under the wrong batch is refused. A single tranche is fine.
+
     ``expected_exception`` names the one exception type whose raise in the broken arm counts
     as a contained fault; every other control must be caught by a measured failure.
     """
@@ -58,9 +76,9 @@ class ControlSpec:
     scope: ScopeClass
     name: str
     category: str
-    target: str  # the contract or decision seam under perturbation
+    target: str
     mutation: str
-    producer: str  # what produces the observation the evaluator reads
+    producer: str
     evaluator: str
     tranche: str
     expected_exception: str | None = None
@@ -111,14 +129,22 @@ class ManifestExpectation:
     """The shape a manifest must have; ``None`` for a split means "not constrained".
 
     Ids must run ``{prefix}01`` .. ``{prefix}{count}`` without gaps, zero-padded to the width
-    of ``count`` (at least two digits).
+    of ``count`` (at least two digits). The prefix is yours to choose (``"CTL-"``, ``"AIR-"``);
+    there is no default, so one project's ids are never checked against another's.
     """
 
     count: int
-    prefix: str = "NC-"
+    prefix: str
     tranches: Mapping[str, int] | None = None
     scopes: Mapping[ScopeClass, int] | None = None
     max_expected_exceptions: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.prefix, str) or not self.prefix.strip():
+            raise ManifestError(
+                "ManifestExpectation needs a non-blank id prefix (e.g. prefix='CTL-'): the ids "
+                "of a manifest are checked against it"
+            )
 
     def expected_id(self, ordinal: int) -> str:
         width = max(2, len(str(self.count)))

@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+from vitrine.errors import VitrineError
 from vitrine.outcomes import ExitCode
 
 __all__ = [
@@ -32,22 +33,22 @@ __all__ = [
     "plan",
 ]
 
-ProviderName = Literal["openai", "azure", "local"]
-PROVIDERS: tuple[ProviderName, ...] = ("openai", "azure", "local")
+ProviderName = Literal["openai", "azure", "local", "anthropic"]
+PROVIDERS: tuple[ProviderName, ...] = ("openai", "azure", "local", "anthropic")
 
 # Plans emit runner events and their own event types; a sink that accepts any object can be
 # handed straight to the runner, whose sink parameter is narrower.
 ProgressSink = Callable[[object], None]
 
 
-class UsageError(ValueError):
+class UsageError(ValueError, VitrineError):
     """A request that cannot run as stated. The CLI reports it and exits 2 (invalid arguments).
 
     The message names the rule that refused the request and says why the rule exists.
     """
 
 
-class PlanUnavailableError(RuntimeError):
+class PlanUnavailableError(RuntimeError, VitrineError):
     """A plan was asked to run although it declared itself unavailable."""
 
 
@@ -127,6 +128,8 @@ class PlanRequest:
     provider: ProviderName | None = None
     local_model: Path | None = None
     model: str | None = None
+    judge_provider: ProviderName | None = None  # None: the judge uses the subject's provider
+    judge_model: str | None = None
     json_report: Path | None = None
     html_report: Path | None = None
     output: Path | None = None
@@ -141,8 +144,11 @@ class PlanRequest:
 
     @property
     def paid_confirmed(self) -> bool:
-        """True when paid model calls may start: confirmed, or a local model that costs nothing."""
-        return self.confirm_paid or self.provider == "local"
+        """True when paid model calls may start: confirmed, or a provider that costs nothing
+        (a local model, or an OpenAI-compatible server declared free)."""
+        from vitrine.providers.config import provider_is_free
+
+        return self.confirm_paid or provider_is_free(self.provider)
 
     @property
     def mode(self) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from vitrine.errors import VitrineError
 from vitrine.redteam.detectors import DETECTOR_KINDS, DetectorSpec
 from vitrine.redteam.model import OWASP_TITLES, Intensity, Probe, Severity, Surface
 
@@ -43,7 +44,7 @@ _LEET = str.maketrans({"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7
 ENCODERS: tuple[str, ...] = ("base64", "rot13", "leetspeak")
 
 
-class CatalogueError(ValueError):
+class CatalogueError(ValueError, VitrineError):
     """The attack catalogue (or a profile filling it in) is malformed; the message says where."""
 
 

@@ -6,9 +6,12 @@ what a person reads is what an auditor can recompute.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from vitrine.gates import GateResult
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -33,6 +36,8 @@ class _Model(BaseModel):
 
 
 class GateRow(_Model):
+    """One decided gate as a report shows it: its status, its evidence, its exit class."""
+
     name: str
     authority: Literal["gate", "diagnostic"]
     status: str  # PASS | FAIL | NOT MEASURED | N/A
@@ -42,6 +47,22 @@ class GateRow(_Model):
     reason: str | None = None
     exit_code: int | None  # None for a diagnostic: it has no exit authority
     evidence: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, gate: GateResult) -> GateRow:
+        """The report row of a decided gate."""
+        obs = gate.observation
+        return cls(
+            name=gate.name,
+            authority=gate.authority.value,
+            status=gate.status,
+            state=obs.state.value,
+            value=obs.value,
+            label=obs.label,
+            reason=obs.reason,
+            exit_code=None if gate.exit_code is None else int(gate.exit_code),
+            evidence=dict(obs.evidence),
+        )
 
 
 class RunRef(_Model):
@@ -156,6 +177,8 @@ class TimelineEntry(_Model):
 
 
 class SuiteReport(_Model):
+    """The versioned report document that the console, JSON and HTML views all render."""
+
     schema_version: int = REPORT_SCHEMA_VERSION
     suite: str
     plan: str

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitrine.bench.results import CheckInfo, ScenarioRow
+from vitrine.bench.retry import FailedAttempt
 from vitrine.store.files import JsonLines, read_json_lines
 from vitrine.store.layout import RunPaths
 from vitrine.store.records import ContentHasher, check_info_from_record, row_from_record
@@ -32,6 +33,7 @@ class RunContents:
     orphan_traces: int = 0
     subject_errors: dict[str, str] = field(default_factory=dict)
     responses: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    retries: dict[str, tuple[FailedAttempt, ...]] = field(default_factory=dict)
 
 
 def read_contents(
@@ -98,4 +100,8 @@ def read_contents(
             contents.subject_errors[case_id] = str(record["error"])
         if isinstance(record.get("response"), dict):
             contents.responses[case_id] = record["response"]
+        if record.get("failed_attempts"):
+            contents.retries[case_id] = tuple(
+                FailedAttempt.from_dict(a) for a in record["failed_attempts"]
+            )
     return contents

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vitrine.errors import VitrineError
+
 __all__ = [
     "IncompleteRunError",
     "ResumeMismatchError",
@@ -11,7 +13,7 @@ __all__ = [
 ]
 
 
-class RunStoreError(Exception):
+class RunStoreError(VitrineError):
     """A run directory that cannot be read or written as asked."""
 
 

@@ -58,10 +58,6 @@ class RunPaths:
         return self.traces_dir / "trials.jsonl"
 
     @property
-    def reports(self) -> Path:
-        return self.run_dir / "reports"
-
-    @property
     def store_root(self) -> Path:
         """The store a run belongs to: runs live at ``<root>/runs/<run_id>``."""
         return self.run_dir.parent.parent

@@ -96,7 +96,7 @@ def result_from_contents(paths: RunPaths, contents: RunContents, *, complete: bo
         definition_key=str(run["definition_key"]),
         definition_version=str(run["definition_version"]),
         definition_hash=str(run["definition_hash"]),
-        arm_id=str(manifest["subject"]),
+        arm_id=str(manifest.get("arm", manifest["subject"])),
         repetition=int(run["repetition"]),
         checks=contents.checks,
         case_ids=contents.case_ids,
@@ -107,4 +107,5 @@ def result_from_contents(paths: RunPaths, contents: RunContents, *, complete: bo
         run_dir=str(paths.run_dir),
         subject_errors=MappingProxyType(dict(contents.subject_errors)),
         responses=MappingProxyType(dict(contents.responses)),
+        retries=MappingProxyType(dict(contents.retries)),
     )

@@ -7,11 +7,12 @@ on what a row is.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vitrine.bench.model import AdmittedCheck, BenchmarkDefinition, canonical_json
 from vitrine.bench.results import CheckInfo, RunResult, ScenarioRow
+from vitrine.bench.retry import FailedAttempt
 from vitrine.floors import ChanceFloor
 from vitrine.outcomes import Census, MeasurementState, Observation
 from vitrine.store.provenance import environment_info, git_commit, library_version
@@ -52,14 +53,20 @@ def trace_record(
     duration_ms: float,
     error: str | None,
     response: Mapping[str, Any] | None,
+    failed_attempts: Sequence[FailedAttempt] = (),
 ) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         "schema_version": schema_version,
         "case_id": case_id,
         "duration_ms": duration_ms,
         "error": error,
         "response": None if response is None else dict(response),
     }
+    if failed_attempts:
+        # Present only on a retried trial, so traces of runs without retries keep their shape.
+        record["attempts"] = len(failed_attempts) + (error is None)
+        record["failed_attempts"] = [a.to_dict() for a in failed_attempts]
+    return record
 
 
 def check_info_record(admitted: AdmittedCheck) -> dict[str, Any]:
@@ -85,9 +92,14 @@ def new_manifest(
     repetition: int,
     seed: int | None,
 ) -> dict[str, Any]:
-    """The manifest of a run that has started and is not sealed yet."""
+    """The manifest of a run that has started and is not sealed yet.
+
+    ``subject`` repeats ``arm`` for readers of older stores; ``scenario_count`` is the number of
+    rows (cases x checks), kept beside the clearer ``case_count`` and ``check_count``.
+    """
     return {
         "schema_version": schema_version,
+        "arm": arm_id,
         "subject": arm_id,
         "status": "running",
         "run": {
@@ -95,6 +107,8 @@ def new_manifest(
             "timestamp": timestamp,
             "duration_s": None,
             "scenario_count": len(definition.cases) * len(definition.checks),
+            "case_count": len(definition.cases),
+            "check_count": len(definition.checks),
             "verdict": None,
             "kind": "benchmark",
             "definition_key": definition.key,
@@ -145,6 +159,7 @@ def build_summary(result: RunResult, schema_version: int) -> dict[str, Any]:
         "checks": checks,
         "duration_s": result.duration_s,
         "subject_errors": len(result.subject_errors),
+        "retried_trials": result.retried_trials,
     }
 
 

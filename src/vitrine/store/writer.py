@@ -10,6 +10,7 @@ from typing import Any
 
 from vitrine.bench.model import BenchmarkDefinition
 from vitrine.bench.results import RunResult, ScenarioRow
+from vitrine.bench.retry import FailedAttempt
 from vitrine.store.contents import RunContents, read_contents
 from vitrine.store.errors import RunStoreError
 from vitrine.store.files import AppendLog, atomic_write_bytes, atomic_write_json, encode_line
@@ -98,7 +99,6 @@ class RunWriter:
                 continue
         paths = RunPaths(run_dir)
         paths.traces_dir.mkdir()
-        paths.reports.mkdir()
         manifest = new_manifest(
             schema_version=schema_version,
             run_id=paths.run_id,
@@ -146,6 +146,7 @@ class RunWriter:
         duration_ms: float,
         error: str | None,
         response: Mapping[str, Any] | None,
+        failed_attempts: Sequence[FailedAttempt] = (),
     ) -> None:
         """Persist one finished trial: its trace first, then its rows.
 
@@ -155,7 +156,9 @@ class RunWriter:
         if self._traces is None:
             raise RunStoreError(f"run {self.run_id} is not open for writing")
         trace = self._traces.append(
-            trace_record(self.schema_version, case_id, duration_ms, error, response)
+            trace_record(
+                self.schema_version, case_id, duration_ms, error, response, failed_attempts
+            )
         )
         self._hasher.add_trace(case_id, trace)
         for key, data in self._layout.append_trial(case_id, [row_record(r) for r in rows]):
@@ -174,6 +177,8 @@ class RunWriter:
         run["duration_s"] = result.duration_s
         run["verdict"] = result.verdict.value
         run["scenario_count"] = len(result.rows)
+        run["case_count"] = len(result.case_ids)
+        run["check_count"] = len(result.checks)
         self.manifest["status"] = "complete"
         self.manifest.pop("content_hash", None)
         manifest = _json_roundtrip(self.manifest)
