@@ -14,7 +14,9 @@ propagates as :class:`~vitrine.providers.base.ProviderError` so the harness can 
 trial as not measured instead of scoring a made-up reply.
 
 Every final answer passes the customer-answer screen before it is returned; a blocked answer
-is replaced by a safe, disclosed fallback, and the screen's reasons go into ``structured``.
+is replaced by a safe, disclosed fallback, and the screen's reasons go into ``structured``
+together with the blocked draft (bounded), so an evaluation can tell whether the screen caught
+everything the draft got wrong, not only that it blocked something.
 """
 
 from __future__ import annotations
@@ -26,17 +28,20 @@ from typing import Any
 
 from vitrine.bench.response import SubjectResponse, TokenUsage, ToolCallStatus
 from vitrine.providers.base import ChatMessage, ChatModel, ChatRequest, ToolCallRequest
+from vitrine.redact import bound_text
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.prompts import customer_context, new_canary, system_prompt
 from vitrine_shop.screen import ScreenResult, screen_answer
 from vitrine_shop.services import ShopServices
 from vitrine_shop.tools import ToolBox
 
-__all__ = ["AGENT_PURPOSE", "BLOCKED_FALLBACK", "ShopAgent", "StopReason"]
+__all__ = ["AGENT_PURPOSE", "BLOCKED_FALLBACK", "DRAFT_LIMIT", "ShopAgent", "StopReason"]
 
 AGENT_PURPOSE = "agent"
 
 _SKU = re.compile(r"\bGLX-\d{4}\b")
+# A blocked draft is model output: kept for the evaluation, but bounded like any stored text.
+DRAFT_LIMIT = 2000
 
 BLOCKED_FALLBACK = (
     "I'm sorry, I could not put together an answer I can stand behind this time, so I am not "
@@ -134,12 +139,18 @@ class ShopAgent:
                 "presented_skus": list(toolbox.presented_skus),
                 "abstained": screen.passed and not skus and run.stop == StopReason.ANSWERED,
                 "screen": _screen_facts(screen),
+                "blocked_draft": None if screen.passed else self._stored_draft(answer or ""),
                 "stop_reason": run.stop,
                 "model_calls": run.model_calls,
                 "model_id": self.model.model_id,
             },
             provenance=self.model.provenance.value,
         )
+
+    def _stored_draft(self, draft: str) -> str:
+        # The canary is the instance's secret: a leaked one is masked before it is stored.
+        masked = re.sub(re.escape(self.canary), "[canary]", draft, flags=re.IGNORECASE)
+        return bound_text(masked, DRAFT_LIMIT)
 
     async def _converse(self, run: _Run, toolbox: ToolBox) -> None:
         specs = toolbox.specs()

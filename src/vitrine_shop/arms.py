@@ -15,12 +15,13 @@ from typing import Any
 
 from vitrine.bench.model import Arm, Case
 from vitrine.bench.response import SubjectResponse
+from vitrine_shop import scripted
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Scenario
 from vitrine_shop.memory import BUDGET, RECALL_PROBE, RECALL_REQUEST
 from vitrine_shop.scenarios import OFFLINE_BENCHMARK_SCENARIO_IDS, load_scenarios
-from vitrine_shop.scripted import SCRIPTED_MODEL_ID, ScriptedFaults, ScriptedShopModel
+from vitrine_shop.scripted import ScriptedFaults
 from vitrine_shop.services import ShopServices
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "degraded_empty_answer_arm",
     "offline_benchmark_cases",
     "poison_tool_output",
+    "prompt_blind_agent_arm",
     "recall_case",
     "scripted_agent_arm",
     "shared_services",
@@ -81,7 +83,9 @@ def _agent_arm(
 ) -> Arm:
     async def subject(case: Case) -> SubjectResponse:
         agent = ShopAgent(
-            ScriptedShopModel(faults),  # fresh per trial: fault counters start at zero
+            # Fresh per trial, so fault counters start at zero; looked up in its module at
+            # call time, as the service does, so both build the one model class in use.
+            scripted.ScriptedShopModel(faults),
             services if services is not None else shared_services(),
             output_transform=output_transform,
         )
@@ -89,11 +93,12 @@ def _agent_arm(
 
     metadata: dict[str, Any] = {
         "architecture": "agent",
-        "model": SCRIPTED_MODEL_ID,
+        "model": scripted.ScriptedShopModel(faults).model_id,
         "faults": {
             "unusable_outputs": faults.unusable_outputs,
             "provider_failures": faults.provider_failures,
             "vulnerable": faults.vulnerable,
+            "ignore_system_prompt": faults.ignore_system_prompt,
             "forget_constraint": faults.forget_constraint,
         },
         "poisoned_tool_output": output_transform is not None,
@@ -118,6 +123,20 @@ def vulnerable_agent_arm(
     """
     return _agent_arm(
         "vulnerable-agent", ScriptedFaults(vulnerable=True), services, output_transform
+    )
+
+
+def prompt_blind_agent_arm(
+    services: ShopServices | None = None, *, output_transform: OutputTransform | None = None
+) -> Arm:
+    """The real agent driven by a model that reads nothing of its system prompt.
+
+    It obeys every injected instruction and none of the shop's rules, so what keeps its
+    orders and claims from the customer is only the shop's code: the approval gate of the
+    ordering tools, present_recommendation's own checks and the answer screen.
+    """
+    return _agent_arm(
+        "prompt-blind-agent", ScriptedFaults(ignore_system_prompt=True), services, output_transform
     )
 
 

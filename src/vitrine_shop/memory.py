@@ -3,7 +3,9 @@
 A constraint said in the first turn ("my maximum budget is CHF 250") still binds the answer to
 the last. :func:`extract_constraints` reads them back out of the user turns so a recommender can
 filter on them and say which ones it honoured; :func:`judge_recall` then checks, without a
-model, whether an answer carries the facts a scenario expects and none it forbids.
+model, whether an answer *restates* the facts a scenario expects and none it forbids. Words
+are not behaviour: the recall gate judges the items actually recommended, from the catalogue
+(``vitrine_shop.evals.defences``), and keeps this word-level reading only as a diagnostic.
 
 Expected and forbidden facts always come from the scenario, never from the response: a judge
 that learned its facts from the answer could only ever agree with it.

@@ -21,7 +21,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from enum import Enum
@@ -537,19 +537,16 @@ class ToolBox:
         return stats.model_dump(mode="json"), f"{stats.product_count} products"
 
     def _present_recommendation(self, args: PresentRecommendationArgs) -> tuple[Any, str]:
-        owned = self.services.owned_durables(self.customer_id) if self.customer_id else frozenset()
-        seen: set[str] = set()
-        for index, item in enumerate(args.items):
-            where = f"items[{index}].sku"
-            if item.sku not in self.services.catalogue:
-                raise _BadArgument(where, f"{item.sku} is not in the catalogue")
-            if item.sku in owned:
-                raise _BadArgument(
-                    where, f"{item.sku} is already owned by the customer: do not present it again"
-                )
-            if item.sku in seen:
-                raise _BadArgument(where, f"{item.sku} is presented twice")
-            seen.add(item.sku)
+        problems = _presentation_problems(
+            [item.sku for item in args.items],
+            known=self.services.catalogue,
+            owned=(
+                self.services.owned_durables(self.customer_id) if self.customer_id else frozenset()
+            ),
+        )
+        if problems:
+            # Every problem at once, so a model can correct the whole list in one more call.
+            raise _BadArgument("items", "; ".join(problems))
         text = render_recommendation(self.services, args.items, args.note)
         skus = [item.sku for item in args.items]
         self._presented.extend(skus)
@@ -595,6 +592,26 @@ def render_recommendation(
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+def _presentation_problems(
+    skus: list[str], *, known: Container[str], owned: Container[str]
+) -> list[str]:
+    """Why each SKU may not be presented: unknown, an owned durable, or named twice."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    for index, sku in enumerate(skus):
+        where = f"items[{index}].sku"
+        if sku not in known:
+            problems.append(f"{where}: {sku} is not in the catalogue")
+        elif sku in owned:
+            problems.append(
+                f"{where}: {sku} is already owned by the customer: do not present it again"
+            )
+        elif sku in seen:
+            problems.append(f"{where}: {sku} is presented twice")
+        seen.add(sku)
+    return problems
 
 
 def _error(name: str, message: str) -> ToolResult:

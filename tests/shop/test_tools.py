@@ -268,6 +268,20 @@ async def test_present_recommendation_rejects_bad_items(box, items, expected):
     result = await box.call("present_recommendation", {"items": items})
     assert result.status is ERROR
     assert expected in result.message
+
+
+async def test_present_recommendation_names_every_bad_item_at_once(box):
+    items = [
+        {"sku": NADIA_HEADLAMP, "reason": "looks good"},
+        {"sku": RAIN_SHELL, "reason": "fits"},
+        {"sku": "GLX-9999", "reason": "looks good"},
+    ]
+    result = await box.call("present_recommendation", {"items": items})
+    assert result.status is ERROR
+    assert f"items[0].sku: {NADIA_HEADLAMP} is already owned" in result.message
+    assert "items[2].sku: GLX-9999 is not in the catalogue" in result.message
+    assert RAIN_SHELL not in result.message
+    assert box.presented_skus == ()
     assert box.presented_skus == ()
 
 

@@ -259,8 +259,10 @@ async def run_offline_suite(
 def _evidence_sections(runs: EvidenceRuns, root: Path) -> list[BenchmarkSection]:
     out = []
     for role, group, reference in (
-        ("injection calibration", runs.injection, "safe-agent"),
-        ("memory recall", runs.recall, "healthy-memory"),
+        # The shipped agent is the reference of both: the prompt-blind, vulnerable and
+        # ablated-memory arms are compared against it.
+        ("injection calibration", runs.injection, REFERENCE_ARM),
+        ("memory recall", runs.recall, REFERENCE_ARM),
         ("judged quality (diagnostic)", runs.judged, REFERENCE_ARM),
     ):
         if group:
@@ -277,20 +279,7 @@ def _evidence_sections(runs: EvidenceRuns, root: Path) -> list[BenchmarkSection]
 
 
 def gate_rows(gates: Sequence[GateResult]) -> list[GateRow]:
-    return [
-        GateRow(
-            name=g.name,
-            authority=g.authority.value,
-            status=g.status,
-            state=g.observation.state.value,
-            value=g.observation.value,
-            label=g.observation.label,
-            reason=g.observation.reason,
-            exit_code=None if g.exit_code is None else int(g.exit_code),
-            evidence=dict(g.observation.evidence),
-        )
-        for g in gates
-    ]
+    return [GateRow.of(g) for g in gates]
 
 
 def answer_samples(runs: Sequence[RunResult]) -> list[AnswerSample]:

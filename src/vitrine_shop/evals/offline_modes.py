@@ -164,10 +164,8 @@ def _publish(
         update={"artifacts": {name: str(path) for name, path in paths.items()}}
     )
     if request.console:
-        from rich.console import Console
+        from vitrine.reports.console import render_console, terminal_console
 
-        from vitrine.reports.console import render_console
-
-        render_console(report, Console())
+        render_console(report, terminal_console())
     summary = [f"exit {int(code)} ({code.meaning}): {report.exit_reason}", *notes]
     return PlanOutcome(code, summary, list(paths.values()))

@@ -168,5 +168,8 @@ SUITE = Suite(
         "rag": "vitrine_shop.rag:RAG",
         "service": "vitrine_shop.service:create_assistant",
         "redteam-target": "vitrine_shop.redteam.target:REDTEAM_TARGET",
+        "mutants": "vitrine_shop.evals.mutants:CATALOGUE",
     },
+    modes=frozenset({"self-test", "ablate-catalogue", "controls-only"}),
+    aliases={"--live-subjects-and-judge": "eval03-compare"},
 )

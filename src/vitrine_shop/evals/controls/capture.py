@@ -57,8 +57,8 @@ async def capture_shipped_state(
     store_root: Path,
 ) -> ShippedState:
     agent = scripted_agent_arm()
-    answers = {case.id: await agent.subject(case) for case in canonical_definition().cases}
-    answers[RECALL_CASE_ID] = await agent.subject(recall_case())
+    answers = {case.id: await agent.respond(case) for case in canonical_definition().cases}
+    answers[RECALL_CASE_ID] = await agent.respond(recall_case())
     workflow = await ShopWorkflow(ScriptedShopModel(), shared_services()).answer(
         ShopRequest.single("nadia", "What should I add for my next hut trip?")
     )
