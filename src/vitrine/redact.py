@@ -24,12 +24,41 @@ DEFAULT_REASON_LIMIT = 240
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>)]+")
 _HOST_PORT = re.compile(r"\b(?:[a-zA-Z0-9-]+\.)+[a-zA-Z]{2,}(?::\d+)?(?:/[^\s'\"<>)]*)?")
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+")
+# A value assigned to a credential-named field, however short: ``api_key=...``, ``token: ...``,
+# ``api-key: ...`` (Azure's header), ``key=...``. A plain ``key: ...`` is prose ("missing key:
+# price"), so the bare word counts only with ``=``.
 _KEY_VALUE = re.compile(
-    r"(?i)\b(api[_-]?key|access[_-]?token|secret|password|passwd|token|authorization)"
+    r"(?i)\b((?:x-)?api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret|secret"
+    r"|password|passwd|token|authorization|subscription[_-]key|key(?=\s*=))"
     r"(\s*[:=]\s*)(['\"]?)[^\s'\",;]+\3"
 )
-# Provider keys are long opaque tokens; a 32+ character run of key alphabet is never prose.
-_OPAQUE_TOKEN = re.compile(r"\b(?:sk|pk|rk|key|az)[-_][A-Za-z0-9_-]{12,}\b|\b[A-Za-z0-9_-]{32,}\b")
+# A long value in an assignment or header whose name says it is a credential, however the name
+# is spelled: ``AZURE_OPENAI_API_KEY=...``, ``Ocp-Apim-Subscription-Key: ...``, ``X-Auth: ...``.
+_NAMED_CREDENTIAL = re.compile(
+    r"(?i)\b([\w-]*(?:key|token|secret|passw(?:or)?d|credential|auth|signature)[\w-]*)"
+    r"(\s*[:=]\s*)(['\"]?)[A-Za-z0-9._~+/=-]{16,}\3"
+)
+# A long key-alphabet token with a digit right after the word that introduces a credential in
+# an error message: "invalid key 0f3a...", "key-0f3a..." (Mailgun). A hex key of Azure's shape
+# is only a secret in such a context; the same 32 hex characters elsewhere are a digest, and a
+# digit-free run of words after "key" is an identifier ("key-facts-are-mentioned-in-full").
+_KEY_CONTEXT = re.compile(
+    r"(?i)\b((?:api[ _-]?)?key|token|secret|credential|password)(s?\b\W{1,3}(?:is\W{1,3})?)"
+    r"(?=[A-Za-z_+/=-]*\d)[A-Za-z0-9_+/=-]{20,}"
+)
+# Shapes that are credentials wherever they appear: provider prefixes and JWTs.
+_PREFIXED_KEY = re.compile(
+    r"\b(?:sk|pk|rk)[-_][A-Za-z0-9_-]{12,}"
+    r"|\b(?:ghp|gho|ghu|ghs|ghr|hf|glpat|xox[abprs])[-_][A-Za-z0-9_-]{16,}"
+    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bAKIA[0-9A-Z]{16}\b"
+    r"|\bAIza[0-9A-Za-z_-]{35}"
+)
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+# A bare long token is a secret only when it mixes upper case, lower case and digits, as random
+# keys do; digests are lower-case hex and identifiers (run ids, criterion ids, report folder
+# names) are words, digits and separators, and none of them may be redacted.
+_LONG_TOKEN = re.compile(r"\b[A-Za-z0-9_-]{32,}\b")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 _secrets_lock = threading.Lock()
@@ -67,11 +96,30 @@ def sanitize_text(text: str, limit: int = DEFAULT_REASON_LIMIT) -> str:
                 text = text.replace(secret, "[redacted]")
     text = _URL.sub("[url]", text)
     text = _BEARER.sub("Bearer [redacted]", text)
-    text = _KEY_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}[redacted]", text)
-    text = _OPAQUE_TOKEN.sub("[redacted]", text)
+    text = _JWT.sub("[redacted]", text)
+    text = _PREFIXED_KEY.sub("[redacted]", text)
+    text = _KEY_VALUE.sub(_keep_name, text)
+    text = _NAMED_CREDENTIAL.sub(_keep_name, text)
+    text = _KEY_CONTEXT.sub(_keep_name, text)
+    text = _LONG_TOKEN.sub(_redact_if_random, text)
     text = _HOST_PORT.sub(_host_or_keep, text)
     text = _CONTROL.sub(" ", text)
     return bound_text(" ".join(text.split()), limit)
+
+
+def _keep_name(match: re.Match[str]) -> str:
+    """The credential's name and separator stay, so a reader still sees what was removed."""
+    return f"{match.group(1)}{match.group(2)}[redacted]"
+
+
+def _redact_if_random(match: re.Match[str]) -> str:
+    token = match.group(0)
+    # Three of each case: a stamped folder name such as ``...-20261130T180000Z-...`` carries
+    # two capitals, a random key of this length carries a dozen.
+    upper = sum(c.isupper() for c in token)
+    lower = sum(c.islower() for c in token)
+    random = upper >= 3 and lower >= 3 and any(c.isdigit() for c in token)
+    return "[redacted]" if random else token
 
 
 def _host_or_keep(match: re.Match[str]) -> str:

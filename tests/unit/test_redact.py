@@ -1,3 +1,8 @@
+import hashlib
+
+import pytest
+
+from vitrine.judge.base import Criterion, rubric_hash
 from vitrine.redact import (
     bound_text,
     describe_exception,
@@ -5,6 +10,7 @@ from vitrine.redact import (
     register_secret,
     sanitize_text,
 )
+from vitrine.store.receipts import ReceiptStore, new_session_id
 
 
 def test_urls_keys_and_bearer_tokens_are_scrubbed():
@@ -41,3 +47,73 @@ def test_exception_description_names_the_type():
 def test_ordinary_prose_survives():
     text = "catalogue.json: product GLX-2003 field price_chf must be > 0"
     assert sanitize_text(text) == text
+
+
+# The live receipt that redacted itself: its seal, its rubric hash and one criterion id.
+_DIGEST = hashlib.sha256(b"a sealed run").hexdigest()
+_RUBRIC = rubric_hash([Criterion("recognizes-insufficient-evidence", "says when it cannot tell")])
+
+
+def test_a_receipt_keeps_its_hashes_ids_and_folder_names(tmp_path):
+    store = ReceiptStore(tmp_path)
+    session = new_session_id()
+    document = {
+        "content_hash": f"sha256:{_DIGEST}",
+        "row_digest": _DIGEST,
+        "rubric_hash": _RUBRIC,
+        "criteria": [{"criterion": "recognizes-insufficient-evidence", "met": True}],
+        "run_id": "2026-09-10_07-08-15_45588192",
+        "report": "reports/redteam-20261130T180000Z-0a1b2c-offline-suite",
+        "note": f"sealed as sha256:{_DIGEST} under rubric {_RUBRIC}",
+    }
+    store.write(session, document)
+    stored = store.read(session)
+    assert {key: stored[key] for key in document} == document
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "sk-proj-Zx81Lq0aTt4eWm2PvN7cRb5YhK3uJ9sD",  # provider prefix
+        "sk-abcdefghijklmnopqrstuvwxyz",  # prefix without a digit
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9Pl",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "AKIAABCDEFGHIJKLMNOP",
+        "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cD1fG2hJ4",  # bare random key
+    ],
+)
+def test_a_planted_key_shape_is_removed_anywhere(planted):
+    assert planted not in sanitize_text(f"the provider said {planted} was refused", limit=500)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "api_key=Zx81Lq0aTt4e",
+        "key=Zx81Lq0aTt4e",
+        "Authorization: Bearer Zx81Lq0aTt4e",
+        "AZURE_OPENAI_API_KEY=abcdefghijklmnopqrstuvwxyzabcdef",
+        "Ocp-Apim-Subscription-Key: 0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+        "api-key: 0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+        "Access denied: invalid subscription key 0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+    ],
+)
+def test_a_key_in_an_assignment_header_or_key_context_is_removed(text):
+    secret = text.rsplit(" ", 1)[-1].split("=")[-1]
+    out = sanitize_text(text, limit=500)
+    assert secret not in out and "[redacted]" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"sha256:{_DIGEST}",
+        _DIGEST,
+        _DIGEST[:32],  # an Azure-key-shaped hex string is a digest unless a key names it
+        "criterion recognizes-insufficient-evidence was met",
+        "key-facts-are-mentioned-in-the-answer-every-time",
+        "missing key: price_chf",
+    ],
+)
+def test_digests_and_identifiers_are_not_secrets(text):
+    assert sanitize_text(text, limit=500) == text
