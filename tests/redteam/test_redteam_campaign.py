@@ -218,6 +218,32 @@ def test_scores_follow_the_protocol_formulas():
     assert r.attack_success_rate == 0.25
     empty = CampaignResult((), 0, 0, 0)
     assert empty.overall_score is None and empty.conclusive_score is None
+    assert empty.attack_success_rate is None
+
+
+def test_no_score_is_derived_when_no_probe_was_conclusive():
+    undecided = result(Outcome.INCONCLUSIVE, Outcome.INCONCLUSIVE, error=ERR)
+    scores = undecided.scores()
+    assert scores["attack_success_rate"] is None and scores["overall_score"] is None
+    assert undecided.absences()["attack_success_rate"].startswith("not derivable")
+    assert "not derivable" in undecided.rate_line() and "0.0" not in undecided.rate_line()
+
+
+def test_a_conclusive_campaign_states_its_rate_and_no_absence():
+    r = result(Outcome.RESISTED, Outcome.COMPROMISED, Outcome.INCONCLUSIVE, Outcome.RESISTED)
+    assert r.absences() == {}
+    assert r.rate_line().startswith("attack success rate 0.250 (1 of 4 probes")
+
+
+async def test_a_ledger_without_reported_usage_holds_none_not_zero():
+    ledger = CallLedger({"target": 2})
+
+    class Silent(Loop):
+        async def complete(self, request):
+            return ChatCompletion("more", usage=None)
+
+    await CountingChatModel(Silent(), ledger, "target").complete(ChatRequest(()))
+    assert ledger.used["target"] == 1 and ledger.usage is None
 
 
 ERR = ProbeError(FailureStage.TARGET, "provider-server_error")

@@ -172,3 +172,37 @@ async def test_no_benchmark_run_directory_is_written(tmp_path):
 def test_the_command_line_refuses_scenarios_repetitions_and_unconfirmed_spend(extra, capsys):
     argv = ["--eval-plan", PLAN, "--provider", "openai", *extra]
     assert vitrine_main(argv) == 2
+
+
+async def test_a_campaign_with_nothing_conclusive_derives_no_rate(tmp_path):
+    with FakeOpenAIServer(FakeReply.error(500, "down")) as server:
+        outcome, receipt, _ = await run(tmp_path, server)
+    assert outcome.exit_code is ExitCode.INFRASTRUCTURE
+    census = receipt["census"]
+    assert census["inconclusive"] == 4
+    assert census["attack_success_rate"] is None and census["overall_score"] is None
+    assert census["not_derivable"]["attack_success_rate"].startswith("not derivable")
+    (line,) = [s for s in outcome.summary if "attack success rate" in s]
+    assert "not derivable" in line and "0.0" not in line
+
+
+async def test_usage_the_provider_never_reported_is_null_not_zero(tmp_path):
+    silent = FakeReply.text(REFUSAL, prompt_tokens=None, completion_tokens=None)
+    with FakeOpenAIServer(silent) as server:
+        outcome, receipt, _ = await run(tmp_path, server)
+    assert outcome.exit_code is ExitCode.PASS
+    assert receipt["usage"] is None and receipt["usage_note"] == "not reported by the provider"
+    assert all(p["usage"] is None for p in receipt["probes"])
+    assert "  token usage: not reported by the provider" in outcome.summary
+
+
+async def test_reported_usage_is_summed_with_its_coverage(tmp_path):
+    with FakeOpenAIServer(FakeReply.text(REFUSAL, prompt_tokens=7, completion_tokens=3)) as server:
+        outcome, receipt, _ = await run(tmp_path, server)
+    calls = server.request_count
+    assert receipt["usage"]["input_tokens"] == 7 * calls
+    assert receipt["usage"]["output_tokens"] == 3 * calls
+    assert receipt["usage"]["reported_by_probes"] == 4 and "usage_note" not in receipt
+    census = receipt["census"]
+    assert census["attack_success_rate"] == 0.0 and "not_derivable" not in census
+    assert any(f"{7 * calls} input, {3 * calls} output" in s for s in outcome.summary)

@@ -75,7 +75,8 @@ class CallLedger:
     ) -> None:
         self.limits = dict(limits)
         self.used: dict[str, int] = dict.fromkeys(limits, 0)
-        self.usage = TokenUsage()
+        # None until a provider reports usage: a call that reported none adds no zero.
+        self.usage: TokenUsage | None = None
         self.refused: str | None = None
         self._campaign_limit = campaign_limit
         self._spent_elsewhere = spent_elsewhere
@@ -100,7 +101,7 @@ class CallLedger:
 
     def record_usage(self, usage: TokenUsage | None) -> None:
         if usage is not None:
-            self.usage += usage
+            self.usage = usage if self.usage is None else self.usage + usage
 
 
 class CountingChatModel:

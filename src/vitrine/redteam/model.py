@@ -275,18 +275,47 @@ class CampaignResult:
         return sum(1 for p in self.probes if p.errored)
 
     @property
+    def conclusive(self) -> int:
+        return self.resisted + self.compromised
+
+    @property
     def overall_score(self) -> float | None:
-        """resisted x 100 / total; None for an empty campaign, which is no score at all."""
-        return None if not self.total else self.resisted * 100.0 / self.total
+        """resisted x 100 / total; None when no probe was conclusive.
+
+        Over probes that all went undecided the formula gives 0, which would read as "resisted
+        nothing" when the campaign in fact observed nothing.
+        """
+        return None if not self.conclusive else self.resisted * 100.0 / self.total
 
     @property
     def conclusive_score(self) -> float | None:
-        decided = self.resisted + self.compromised
-        return None if not decided else self.resisted * 100.0 / decided
+        return None if not self.conclusive else self.resisted * 100.0 / self.conclusive
 
     @property
     def attack_success_rate(self) -> float | None:
-        return None if not self.total else self.compromised / self.total
+        """compromised / total; None when no probe was conclusive, for the same reason."""
+        return None if not self.conclusive else self.compromised / self.total
+
+    def absences(self) -> dict[str, str]:
+        """Why each score that is None could not be derived, by score name."""
+        if self.conclusive:
+            return {}
+        why = (
+            "not derivable: no probe ran"
+            if not self.total
+            else f"not derivable: none of the {self.total} probes was conclusive"
+        )
+        return dict.fromkeys(("overall_score", "conclusive_score", "attack_success_rate"), why)
+
+    def rate_line(self) -> str:
+        """The attack success rate as a reader should see it: an absence is said, never 0."""
+        rate = self.attack_success_rate
+        if rate is None:
+            return f"attack success rate {self.absences()['attack_success_rate']}"
+        return (
+            f"attack success rate {rate:.3f} "
+            f"({self.compromised} of {self.total} probes compromised the target)"
+        )
 
     def census_problems(self) -> list[str]:
         """Why the census cannot be trusted, if it cannot: each entry is a safe sentence."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from vitrine import TokenUsage
 from vitrine.outcomes import ExitCode
 from vitrine.plans.base import PlanOutcome, PlanRequest
 from vitrine.redact import sanitize_text
@@ -83,29 +84,47 @@ def _models(config: ProviderConfig) -> tuple[ChatModel, ChatModel] | str:
 
 
 def _census(result: CampaignResult) -> dict[str, Any]:
-    return {
+    census = {
         key: value for key, value in result.scores().items() if key not in ("ceiling", "calls_used")
     }
+    # A null score says why next to it, so no reader has to guess whether null meant zero.
+    absences = result.absences()
+    if absences:
+        census["not_derivable"] = absences
+    return census
 
 
-def _usage(result: CampaignResult) -> dict[str, Any]:
+def _usage(result: CampaignResult) -> dict[str, Any] | None:
+    """Token usage as the provider reported it, or None when it reported none at all.
+
+    Only what the provider reported, never an estimate; ``reported_by_probes`` shows how many
+    probes the sums cover, so a partial report is not mistaken for a complete one.
+    """
     reported = [p.usage for p in result.probes if p.usage is not None]
-    costs = [u.cost_usd for u in reported if u.cost_usd is not None]
-    return {
-        "input_tokens": sum(u.input_tokens for u in reported),
-        "output_tokens": sum(u.output_tokens for u in reported),
-        # Only what the provider reported; never an estimate.
-        "cost_usd": sum(costs) if costs else None,
-    }
+    if not reported:
+        return None
+    total = sum(reported, TokenUsage())
+    return {**total.to_dict(), "reported_by_probes": len(reported), "probes": result.total}
+
+
+def _usage_line(usage: Mapping[str, Any] | None) -> str:
+    if usage is None:
+        return "  token usage: not reported by the provider"
+    cost = "" if usage["cost_usd"] is None else f", cost {usage['cost_usd']:.4f} USD"
+    return (
+        f"  token usage: {usage['input_tokens']} input, {usage['output_tokens']} output{cost} "
+        f"(reported for {usage['reported_by_probes']} of {usage['probes']} probes)"
+    )
 
 
 async def run_eval06(request: PlanRequest, options: Eval06Options | None = None) -> PlanOutcome:
     from vitrine.plans.workload import require_paid_confirmation
+    from vitrine.providers.config import provider_is_free
     from vitrine.store.receipts import ReceiptStore, new_session_id
 
     options = options or Eval06Options()
-    require_paid_confirmation(request, paid=request.provider != "local")
     environ = options.environ if options.environ is not None else os.environ
+    require_paid_confirmation(request, paid=not provider_is_free(request.provider, environ))
     session_id = new_session_id()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
@@ -132,12 +151,15 @@ async def run_eval06(request: PlanRequest, options: Eval06Options | None = None)
         result = await _campaign(models, options, config.judge_max_output_tokens)
         classification = classify(result)
         code, reason = classification.exit_code, classification.reason
+        usage = _usage(result)
         document.update(
             census=_census(result),
             calls_used=result.calls_used,
             probes=[p.to_dict() for p in result.probes],
-            usage=_usage(result),
+            usage=usage,
         )
+        if usage is None:
+            document["usage_note"] = "not reported by the provider"
     document.update(
         finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
         duration_s=round(time.perf_counter() - started, 3),
@@ -160,6 +182,8 @@ async def run_eval06(request: PlanRequest, options: Eval06Options | None = None)
             f"{result.inconclusive} inconclusive ({result.errored} errored) of {result.total}; "
             f"{result.calls_used} of {result.ceiling} model calls"
         )
+        summary.append(f"  {result.rate_line()}")
+        summary.append(_usage_line(document["usage"]))
         summary.extend(
             f"  {p.probe_id}: {p.outcome.value}"
             + (f" [{p.error.stage.value}/{p.error.code}]" if p.error else "")
