@@ -1,0 +1,90 @@
+"""The pure parts of benchmarks/mutation_score.py: the copy, the equivalence filter, the score.
+
+The cosmic-ray run itself is exercised by running the script; these pin down what decides the
+published figure without needing the tool installed.
+"""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "mutation_score.py"
+_SPEC = importlib.util.spec_from_file_location("mutation_score", _PATH)
+assert _SPEC is not None and _SPEC.loader is not None
+mutation_score = importlib.util.module_from_spec(_SPEC)
+sys.modules["mutation_score"] = mutation_score
+_SPEC.loader.exec_module(mutation_score)
+
+LAZY = """from __future__ import annotations
+
+class Row(Model):
+    price: int | None = None
+
+def pick(limit: int | None = None) -> str | None:
+    return limit | 2
+"""
+
+
+def test_signature_annotations_are_set_aside_only_when_never_evaluated():
+    spans = mutation_score.signature_annotations(LAZY)
+    inside = mutation_score._inside
+    assert inside((6, 20), spans)  # the parameter's `int | None`
+    assert inside((6, 42), spans)  # the return annotation
+    assert not inside((7, 17), spans)  # `limit | 2` in the body is behaviour
+    assert not inside((4, 15), spans)  # a field annotation: pydantic evaluates it
+    eager = LAZY.replace("from __future__ import annotations\n", "")
+    assert mutation_score.signature_annotations(eager) == []
+
+
+def test_the_score_excludes_errored_mutants_and_counts_timeouts_against_it():
+    tally = mutation_score.Tally(killed=6, survived=2, timed_out=2, errored=5, killed_by_exit={})
+    assert tally.total == 15
+    assert tally.score == pytest.approx(6 / 10)
+    nothing_judged = mutation_score.Tally(0, 0, 0, 3, {})
+    assert nothing_judged.score is None
+
+
+def test_a_survivor_is_described_by_its_changed_line():
+    diff = "--- mutation diff ---\n--- a/x.py\n+++ b/x.py\n@@ -3 +3 @@\n-    a < b\n+    a <= b\n"
+    assert mutation_score._changed_lines(diff) == ("a < b", "a <= b")
+    assert mutation_score._changed_lines(None) == ("", "")
+
+
+def test_the_kill_cause_is_read_from_the_suite_runner_mark():
+    assert mutation_score._kill_cause("noise\nmutation-suite-exit=offline:4\n") == "offline:4"
+    assert mutation_score._kill_cause(None) == "unknown"
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_the_copy_holds_tracked_and_untracked_files_but_not_ignored_ones(tmp_path):
+    project, copy = tmp_path / "project", tmp_path / "copy"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "kept.py").write_text("x = 1\n")
+    (project / ".gitignore").write_text("store/\n")
+    _git(project, "init", "-q")
+    _git(project, "add", ".")
+    (project / "src" / "new.py").write_text("y = 2\n")  # untracked, not ignored
+    (project / "store").mkdir()
+    (project / "store" / "run.json").write_text("{}")
+    mutation_score.copy_project(project, copy)
+    copied = sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file())
+    assert copied == [".gitignore", "src/kept.py", "src/new.py"]
+
+
+def test_an_unknown_revision_is_refused_with_a_sentence(tmp_path):
+    _git(tmp_path, "init", "-q")
+    with pytest.raises(mutation_score.Refusal, match="cannot archive revision 'nope'"):
+        mutation_score.copy_project(tmp_path, tmp_path / "copy", "nope")
+
+
+def test_a_module_outside_the_project_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        mutation_score.main(["--module", "src/vitrine_shop/nowhere.py"])
+    assert exit_info.value.code == 2
+    assert "not a Python module of this project" in capsys.readouterr().err
