@@ -62,11 +62,48 @@ def test_the_shop_knowledge_base_has_20_to_40_titled_pages(shop_kb):
     assert all(c.title for c in shop_kb.chunks)
 
 
-def test_dataset_has_exactly_43_items_some_without_an_answer(shop_items):
-    assert len(shop_items) == 43
+def test_a_20_to_40_kb_page_packs_into_bounded_overlapping_chunks():
+    def paragraph(s: int, p: int) -> str:
+        return " ".join(
+            f"Clause {s}.{p}.{n} explains a rule about orders, returns and payment."
+            for n in range(9)
+        )
+
+    sections = [
+        f"## Section {s}\n\n" + "\n\n".join(paragraph(s, p) for p in range(4)) for s in range(12)
+    ]
+    page = "# Terms\n\n" + "\n\n".join(sections)
+    assert 20_000 <= len(page) <= 40_000
+    chunks = chunk_page("terms.md", page)
+    assert all(len(c.text) <= 900 for c in chunks)
+    for s in range(12):
+        section = [c for c in chunks if c.heading_path == (f"Section {s}",)]
+        assert [c.ordinal for c in section] == list(range(len(section)))
+        assert len(section) >= 3
+        for before, after in itertools.pairwise(section):
+            previous, following = split_sentences(before.text), split_sentences(after.text)
+            # The next chunk opens with the previous chunk's closing sentences.
+            overlap = following[: following.index(previous[-1]) + 1]
+            assert overlap == previous[-len(overlap) :]
+            assert sum(len(x) + 1 for x in overlap) <= 160 + 1
+
+
+def test_the_shop_pages_include_long_sections_split_into_several_chunks(shop_kb):
+    assert max(c.ordinal for c in shop_kb.chunks) >= 1
+    assert any(len(c.text) > 700 for c in shop_kb.chunks)
+
+
+def test_dataset_keeps_the_43_originals_and_adds_independent_items(shop_items):
+    ids = [i.id for i in shop_items]
+    assert ids[:43] == [f"rag-{n:02d}" for n in range(1, 44)]
+    assert len(shop_items) >= 83
     unanswerable = [i for i in shop_items if not i.has_relevant_chunk]
-    assert len(unanswerable) >= 5
+    assert len(unanswerable) >= 12
     assert all(not i.relevant_chunk_ids for i in unanswerable)
+    multi_hop = [
+        i for i in shop_items[43:] if len({c.split("#")[0] for c in i.relevant_chunk_ids}) > 1
+    ]
+    assert len(multi_hop) >= 2
 
 
 def test_every_relevant_chunk_id_resolves_against_the_chunker(shop_kb, shop_items):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from vitrine.outcomes import MeasurementState, Observation
+from vitrine.outcomes import ExitCode, MeasurementState, Observation
 from vitrine.providers.base import ChatCompletion, ChatRequest, Provenance
 from vitrine.rag.generator import GeneratedAnswer
 from vitrine.rag.metrics import (
@@ -23,6 +23,7 @@ from vitrine.rag.metrics import (
     context_precision,
     context_recall_ids,
 )
+from vitrine.rag.pipeline import gate_exit_code
 from vitrine.rag.vectorstore import RetrievedChunk
 
 THRESHOLDS = {m: 0.5 for m in Metric}
@@ -120,7 +121,8 @@ async def test_heuristic_scorer_scores_a_half_faithful_answer_by_hand():
     assert scores[Metric.CONTEXT_PRECISION].value == 1.0
     assert scores[Metric.CONTEXT_RECALL].value == 0.5
     assert scores[Metric.CONTEXT_RECALL].evidence["missing"] == ["p#c.0"]
-    assert scores[Metric.ABSTENTION].value == 1.0
+    assert scores[Metric.COVERAGE].value == 1.0  # answered an answerable question
+    assert scores[Metric.ABSTENTION].state is MeasurementState.NOT_APPLICABLE
     assert {o.label for o in scores.values()} == {m.value for m in scorer.forms.values()}
     assert all(
         label.startswith(("non-llm:", "exact:")) for label in (o.label for o in scores.values())
@@ -131,29 +133,76 @@ async def test_unanswerable_item_gets_no_retrieval_scores_and_abstention_is_righ
     scorer = HeuristicScorer(EMBEDDER, THRESHOLDS, claim_cosine_threshold=0.7)
     abstained = GeneratedAnswer("I don't know.", (), True)
     scores = await scorer.score(scoring_input(abstained, answerable=False))
-    for metric in (Metric.CONTEXT_PRECISION, Metric.CONTEXT_RECALL):
+    for metric in (Metric.CONTEXT_PRECISION, Metric.CONTEXT_RECALL, Metric.COVERAGE):
         assert scores[metric].state is MeasurementState.NOT_APPLICABLE
-    for metric in (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY):
+    for metric in (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY, Metric.ANSWER_CORRECTNESS):
         assert scores[metric].state is MeasurementState.NOT_APPLICABLE
     assert scores[Metric.ABSTENTION].value == 1.0
 
 
-async def test_answering_an_unanswerable_question_gets_faithfulness_and_relevancy_only():
+async def test_answering_an_unanswerable_question_fails_every_answer_metric():
     scorer = HeuristicScorer(EMBEDDER, THRESHOLDS, claim_cosine_threshold=0.7)
-    answer = GeneratedAnswer("The moon is cheese.", (), False)
+    # On topic and copied from the context: still not a pass, the pages do not answer it.
+    answer = GeneratedAnswer("Delivery costs CHF 7.90.", ("p#a.0",), False)
     scores = await scorer.score(scoring_input(answer, answerable=False))
-    assert scores[Metric.FAITHFULNESS].value == 0.0
-    assert scores[Metric.ANSWER_RELEVANCY].value == pytest.approx(0.6)
+    for metric in (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY, Metric.ANSWER_CORRECTNESS):
+        assert scores[metric].is_measured and scores[metric].failed
+        assert scores[metric].value == 0.0
     assert scores[Metric.CONTEXT_RECALL].state is MeasurementState.NOT_APPLICABLE
-    assert scores[Metric.ABSTENTION].value == 0.0
+    assert scores[Metric.ABSTENTION].value == 0.0 and scores[Metric.ABSTENTION].failed
+
+
+async def test_abstaining_on_an_answerable_question_fails_correctness_and_coverage():
+    scorer = HeuristicScorer(EMBEDDER, THRESHOLDS, claim_cosine_threshold=0.7)
+    scores = await scorer.score(scoring_input(GeneratedAnswer("I don't know.", (), True)))
+    assert scores[Metric.ANSWER_CORRECTNESS].value == 0.0
+    assert scores[Metric.COVERAGE].value == 0.0 and scores[Metric.COVERAGE].failed
+    assert scores[Metric.FAITHFULNESS].state is MeasurementState.NOT_APPLICABLE
+    assert scores[Metric.ABSTENTION].state is MeasurementState.NOT_APPLICABLE
+
+
+async def test_a_falsified_number_is_unfaithful_although_it_embeds_like_the_context():
+    embedder = TableEmbedder(
+        {
+            "How much is delivery?": (1, 0, 0),
+            "Delivery costs CHF 7.90.": (1, 0, 0),
+            "Delivery costs CHF 68.90.": (1, 0, 0),  # cosine 1.0 with the true sentence
+        }
+    )
+    scorer = HeuristicScorer(embedder, THRESHOLDS, claim_cosine_threshold=0.7)
+    answer = GeneratedAnswer("Delivery costs CHF 68.90.", ("p#a.0",), False)
+    scores = await scorer.score(scoring_input(answer))
+    faithfulness = scores[Metric.FAITHFULNESS]
+    assert faithfulness.value == 0.0
+    assert faithfulness.evidence["max_cosine"] == [1.0]
+    assert faithfulness.evidence["fact_problems"] == [
+        ["number 68.9 chf is not in the cited context"]
+    ]
+    assert scores[Metric.ANSWER_CORRECTNESS].value == 0.0  # CHF 68.90 replaces CHF 7.90
+
+
+async def test_extractive_faithfulness_is_labelled_structural():
+    scorer = HeuristicScorer(
+        EMBEDDER, THRESHOLDS, claim_cosine_threshold=0.7, structural_faithfulness=True
+    )
+    answer = GeneratedAnswer("Delivery costs CHF 7.90.", ("p#a.0",), False)
+    scores = await scorer.score(scoring_input(answer))
+    assert scores[Metric.FAITHFULNESS].label == "structural:extractive-copy-fact-checked"
+    assert scores[Metric.FAITHFULNESS].value == 1.0
 
 
 async def test_generation_failure_is_not_measured_never_zero():
     scorer = HeuristicScorer(EMBEDDER, THRESHOLDS, claim_cosine_threshold=0.7)
     scores = await scorer.score(scoring_input(GeneratedAnswer.failed("generator failed: x")))
-    for metric in (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY, Metric.ABSTENTION):
+    for metric in (
+        Metric.FAITHFULNESS,
+        Metric.ANSWER_RELEVANCY,
+        Metric.ANSWER_CORRECTNESS,
+        Metric.COVERAGE,
+    ):
         assert scores[metric].state is MeasurementState.NOT_MEASURED
         assert scores[metric].value is None
+    assert scores[Metric.ABSTENTION].state is MeasurementState.NOT_APPLICABLE  # answerable item
     assert scores[Metric.CONTEXT_PRECISION].is_measured  # retrieval happened regardless
 
 
@@ -194,6 +243,16 @@ async def test_llm_forms_compute_from_the_judges_verdicts():
                 "verdicts": [{"id": "p#b.0", "useful": True}, {"id": "p#a.0", "useful": False}]
             },
             "context_recall": {"claims": [{"claim": "x", "supported": True}]},
+            "answer_correctness": {
+                "answer_claims": [
+                    {"claim": "a", "in_reference": True},
+                    {"claim": "b", "in_reference": False},
+                ],
+                "reference_claims": [
+                    {"claim": "a", "in_answer": True},
+                    {"claim": "c", "in_answer": False},
+                ],
+            },
         }
     )
     scorer = LlmScorer(judge, EMBEDDER, THRESHOLDS)
@@ -204,8 +263,11 @@ async def test_llm_forms_compute_from_the_judges_verdicts():
     # useful at rank 2 only (p#a.0 rank 1 judged not useful): precision@2 = 1/2
     assert scores[Metric.CONTEXT_PRECISION].value == 0.5
     assert scores[Metric.CONTEXT_RECALL].value == 1.0
+    # tp 1, fp 1, fn 1: 1 / (1 + 0.5 * 2)
+    assert scores[Metric.ANSWER_CORRECTNESS].value == 0.5
     assert scores[Metric.FAITHFULNESS].label == Method.LLM_FAITHFULNESS
-    assert scorer.judge_calls == 4
+    assert scores[Metric.ANSWER_CORRECTNESS].label == Method.LLM_CORRECTNESS
+    assert scorer.judge_calls == 5
 
 
 async def test_a_judge_failure_is_not_measured_for_that_metric_only():
@@ -245,3 +307,14 @@ def test_aggregate_with_nothing_measured_is_not_measured():
     result = aggregate(Metric.FAITHFULNESS, observations, 0.5)
     assert result.mean is None
     assert result.gate.state is MeasurementState.NOT_MEASURED
+
+
+def test_a_metric_that_applied_to_no_item_is_not_applicable_not_a_pass():
+    observations = [Observation.not_applicable("abstained", label="m")] * 3
+    gate = aggregate(Metric.FAITHFULNESS, observations, 0.5).gate
+    assert gate.state is MeasurementState.NOT_APPLICABLE
+    failure = Observation.measured(0.0, False, label="m")
+    # Alone it proves nothing (not measured); beside a measured failure the failure decides.
+    assert gate_exit_code([gate]) is ExitCode.NOT_MEASURED
+    assert gate_exit_code([gate, failure]) is ExitCode.MEASURED_FAILURE
+    assert gate_exit_code([Observation.not_measured("x"), failure]) is ExitCode.NOT_MEASURED

@@ -47,32 +47,63 @@ def test_removing_a_relevant_page_lowers_context_recall_for_its_items(
     assert ablated == 0.0  # the only chunks that answer them are gone
 
 
-def test_eval_answers_all_43_items_and_reports_every_metric(vitrine_home: Path, database, tmp_path):
+def test_eval_judges_the_held_out_split_and_reports_every_metric(
+    vitrine_home: Path, database, tmp_path
+):
     pytest.importorskip("sentence_transformers")
+    from vitrine_shop.rag import THRESHOLDS_PATH
+
+    split = json.loads(THRESHOLDS_PATH.read_text())["split"]
     json_copy = tmp_path / "out" / "rag.json"
     code = main(
         ["eval", "--json-report", str(json_copy), "--html-report", str(tmp_path / "r.html")]
     )
     report = json.loads(json_copy.read_text())
     assert code == report["exit_code"] == 0
-    assert report["schema_version"] == "vitrine.rag-report/1"
-    assert len(report["items"]) == 43
-    assert report["top_k"] == 4
+    assert report["schema_version"] == "vitrine.rag-report/2"
+    assert [i["id"] for i in report["items"]] == split["held_out"]
+    assert report["items_judged"] == {
+        "split": "held-out",
+        "count": len(split["held_out"]),
+        "fitted_on_judged_items": False,
+    }
+    assert report["top_k"] == 4 and report["search"] == "hnsw"
     assert set(report["metrics"]) == {
         "faithfulness",
         "answer_relevancy",
+        "answer_correctness",
         "context_precision",
         "context_recall",
-        "abstention_accuracy",
+        "abstains_when_unanswerable",
+        "answers_when_answerable",
     }
-    assert all(m["method"].startswith(("non-llm:", "exact:")) for m in report["metrics"].values())
-    assert "non-LLM forms" in report["forms_summary"]
+    methods = {name: m["method"] for name, m in report["metrics"].items()}
+    assert methods["faithfulness"] == "structural:extractive-copy-fact-checked"
+    assert all(
+        m.startswith(("non-llm:", "exact:")) for n, m in methods.items() if n != "faithfulness"
+    )
+    assert "faithfulness is structural" in report["forms_summary"]
+    rates = report["abstention_rates"]
+    assert rates["answered_unanswerable"]["of"] + rates["abstained_answerable"]["of"] == len(
+        report["items"]
+    )
     unanswerable = [i for i in report["items"] if not i["has_relevant_chunk"]]
     assert all(i["scores"]["context_recall"]["state"] == "not_applicable" for i in unanswerable)
     assert all(len(i["retrieved"]) == 4 for i in report["items"])
     html = (tmp_path / "r.html").read_text()
     assert "Content-Security-Policy" in html and "<script" not in html
     assert list((vitrine_home / "reports").glob("rag-*/report.json"))
+
+
+def test_eval_limit_and_exact_search_are_recorded(vitrine_home: Path, database, tmp_path, capsys):
+    pytest.importorskip("sentence_transformers")
+    out = tmp_path / "r.json"
+    main(["eval", "--items", "all", "--limit", "10", "--exact", "--json-report", str(out)])
+    report = json.loads(out.read_text())
+    assert [i["id"] for i in report["items"]] == [f"rag-{n:02d}" for n in range(1, 11)]
+    assert report["search"] == "exact"
+    assert report["items_judged"]["fitted_on_judged_items"] is True
+    assert "10/10 items scored" in capsys.readouterr().err
 
 
 def test_prod_mode_without_a_key_exits_4_and_writes_nothing(
@@ -126,6 +157,10 @@ def test_rendered_html_escapes_untrusted_answers():
         "forms_summary": "non-LLM",
         "thresholds": {"source": "f", "relevance_threshold": 0.4, "claim_cosine_threshold": 0.5},
         "metrics": {},
+        "abstention_rates": {
+            "answered_unanswerable": {"count": 0, "of": 0},
+            "abstained_answerable": {"count": 0, "of": 1},
+        },
         "interval_method": "bootstrap",
     }
     html = render_html(report)

@@ -109,3 +109,74 @@ def test_a_second_process_reuses_the_running_server_and_its_data(
 def test_unsafe_table_names_are_refused(store: VectorStore):
     with pytest.raises(ValueError, match="not a plain lower-case SQL identifier"):
         store.ids('x"; DROP TABLE y; --')
+
+
+def test_search_uses_the_hnsw_index_and_exact_search_scans(store: VectorStore):
+    # Enough rows that the planner prefers the index (on a handful it rightly sorts them all).
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((3000, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    rows = (
+        StoredRow(Chunk(f"p#s.{n}", "p.md", "P", ("s",), n, f"row {n}"), v)
+        for n, v in enumerate(vectors)
+    )
+    store.replace("t_plan", rows, embedding_model="random", dimension=8, content_hash="x")
+    query = vectors[0]
+    approximate = store.explain("t_plan", query, 4)
+    exact = store.explain("t_plan", query, 4, exact=True)
+    assert "Index Scan using t_plan_embedding_idx" in approximate
+    assert "Seq Scan" in exact and "t_plan_embedding_idx" not in exact
+    ann = store.search("t_plan", query, 4)
+    brute = store.search("t_plan", query, 4, exact=True)
+    assert ann[0].id == brute[0].id == "p#s.0"
+    assert len({h.id for h in ann} & {h.id for h in brute}) >= 3  # approximate, nearly exact
+
+
+@pytest.mark.parametrize(
+    ("stuck", "message"),
+    # Stuck: a model call in a worker thread can ignore the interruption; the watchdog still
+    # stops the database and exits.
+    [(False, "interrupted"), (True, "terminated")],
+    ids=["unwinds", "stuck"],
+)
+def test_sigterm_stops_the_embedded_server(tmp_path: Path, stuck: bool, message: str):
+    home = tmp_path / "home"
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from vitrine.rag import command
+        from vitrine.rag.database import database_url
+        from pathlib import Path
+
+        command._TERM_GRACE_S = 1.0
+
+        def slow_ingest(args):
+            database_url(Path({str(home)!r}))
+            try:
+                print("server up", flush=True)  # inside the try: no window before it
+                time.sleep(60)
+            except KeyboardInterrupt:
+                if not {stuck!r}:
+                    raise
+                time.sleep(60)
+            return 0
+
+        command._ingest = slow_ingest
+        sys.exit(command.main(["ingest"]))
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "server up"
+        assert (home / "pg" / "postmaster.pid").exists()
+        child.terminate()  # SIGTERM
+        _, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 4
+    assert message in err
+    assert not (home / "pg" / "postmaster.pid").exists(), "PostgreSQL outlived the process"

@@ -137,8 +137,10 @@ def _pack(paragraphs: Sequence[str], max_chars: int, overlap_chars: int) -> list
         if current and size + len(unit) + 2 > max_chars:
             chunks.append(current)
             carry: list[str] = []
+            # The overlap may not push the next chunk past the size: it shrinks to what fits.
+            room = min(overlap_chars, max_chars - len(unit) - 2)
             for sentence in reversed(split_sentences(current[-1])):
-                if sum(len(s) + 1 for s in carry) + len(sentence) > overlap_chars:
+                if sum(len(s) + 1 for s in carry) + len(sentence) > room:
                     break
                 carry.insert(0, sentence)
             current = [" ".join(carry)] if carry else []

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +31,10 @@ __all__ = ["main"]
 
 PROG = "vitrine rag"
 _OK, _FAIL, _USAGE, _NOT_MEASURED, _INFRA = 0, 1, 2, 3, 4
+# After SIGTERM the run unwinds as an interruption; a model call running in a worker thread can
+# keep it waiting, so after this grace the database is stopped and the process exits anyway.
+_TERM_GRACE_S = 10.0
+_held_servers: list[frozenset[Path]] = [frozenset()]  # set by main, read by _force_exit
 
 
 class _Refusal(Exception):
@@ -48,6 +55,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if not 1 <= value <= 50:
         raise argparse.ArgumentTypeError(f"top-K must be between 1 and 50, got {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
     return value
 
 
@@ -102,6 +119,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --provider, still score with the non-LLM metric forms",
     )
     evaluate.add_argument("--confirm-paid", action="store_true", help="allow a paid provider")
+    evaluate.add_argument(
+        "--items",
+        choices=("held-out", "dev", "all"),
+        default="held-out",
+        help="which split to judge (default held-out: the items the thresholds were not fitted on)",
+    )
+    evaluate.add_argument(
+        "--limit", type=_count, default=None, metavar="N", help="judge only the first N items"
+    )
+    evaluate.add_argument(
+        "--exact",
+        action="store_true",
+        help="exact nearest-neighbour search instead of the HNSW index",
+    )
     evaluate.add_argument("--thresholds", metavar="PATH", type=Path, help="thresholds file to read")
     evaluate.add_argument("--json-report", metavar="PATH", type=Path, help="also write JSON here")
     evaluate.add_argument("--html-report", metavar="PATH", type=Path, help="also write HTML here")
@@ -115,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--thresholds", metavar="PATH", type=Path, help="where to write (default: the suite's file)"
     )
     calibrate.add_argument("--dry-run", action="store_true", help="print, write nothing")
+    calibrate.add_argument(
+        "--seed", type=int, default=None, help="seed of the dev/held-out split (default fixed)"
+    )
+    calibrate.add_argument(
+        "--resamples", type=_count, default=None, help="random splits for the spread (default 30)"
+    )
     return parser
 
 
@@ -127,6 +164,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(exc.code, str(exc))
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else _USAGE
+    # SIGTERM (a CI timeout, `kill`) becomes an ordinary interruption, so the embedded
+    # PostgreSQL is released below instead of outliving the process.
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread: the caller owns signal handling
+        previous = None
+    held = _held_servers[0] = _running_servers()
     try:
         if args.command == "ingest":
             return _ingest(args)
@@ -137,6 +182,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(exc.code, str(exc))
     except KeyboardInterrupt:
         return _error(_INFRA, "interrupted: the live table was left as it was")
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        if "vitrine.rag.database" in sys.modules:
+            from vitrine.rag.database import release_embedded_servers
+
+            release_embedded_servers(keep=held)
+
+
+def _terminated(signum: int, frame: object) -> NoReturn:
+    watchdog = threading.Timer(_TERM_GRACE_S, _force_exit)
+    watchdog.daemon = True
+    watchdog.start()
+    raise KeyboardInterrupt
+
+
+def _force_exit() -> None:
+    sys.stderr.write(f"{PROG}: error: terminated; stopping the embedded database and exiting\n")
+    sys.stderr.flush()
+    if "vitrine.rag.database" in sys.modules:
+        from vitrine.rag.database import release_embedded_servers
+
+        release_embedded_servers(keep=_held_servers[0])
+    os._exit(_INFRA)
+
+
+def _running_servers() -> frozenset[Path]:
+    """Servers held before this command ran (a caller's): this command leaves them running."""
+    if "vitrine.rag.database" not in sys.modules:
+        return frozenset()
+    from vitrine.rag.database import running_servers
+
+    return running_servers()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -288,8 +366,8 @@ def _live_models(args: argparse.Namespace) -> tuple[Any, Any] | None:
     if state.paid and not args.confirm_paid:
         raise _Refusal(
             _USAGE,
-            f"{state.reason}: this calls a paid service (43 answers plus up to 4 judge calls "
-            "each); add --confirm-paid",
+            f"{state.reason}: this calls a paid service (one answer plus up to 5 judge calls "
+            "per item; --limit bounds the items); add --confirm-paid",
         )
     judge = None if args.non_llm_metrics else create_chat_model(config, "judge")
     return create_chat_model(config, "subject"), judge
@@ -303,14 +381,15 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     live = _live_models(args)
     setup = _setup(args)
-    items = _items(setup)
     thresholds = _thresholds(args, setup)
+    items = _select(_items(setup), thresholds, args.items, args.limit)
     top_k = args.top_k or DEFAULT_TOP_K
     generator = (
         setup.component.default_generator(setup.embedder, thresholds)
         if live is None
         else ChatModelGenerator(live[0])
     )
+    structural = bool(getattr(generator, "faithful_by_construction", False))
     scorer: Scorer
     if live is not None and live[1] is not None:
         scorer = LlmScorer(live[1], setup.embedder, thresholds.metrics)
@@ -319,7 +398,13 @@ def _evaluate(args: argparse.Namespace) -> int:
             setup.embedder,
             thresholds.metrics,
             claim_cosine_threshold=thresholds.claim_cosine_threshold,
+            structural_faithfulness=structural,
         )
+    print(
+        f"{PROG}: judging {len(items)} {args.items} items "
+        f"({'exact' if args.exact else 'HNSW'} search, top-{top_k})",
+        flush=True,
+    )
     with _open_store(setup) as store:
         _load(setup, store)
         outcome = asyncio.run(
@@ -332,10 +417,22 @@ def _evaluate(args: argparse.Namespace) -> int:
                 generator=generator,
                 scorer=scorer,
                 thresholds=thresholds,
+                exact=args.exact,
+                progress=_progress_printer(len(items), live is not None),
             )
         )
     forms = {m.value: method.value for m, method in scorer.forms.items()}
     llm = any(v.startswith("llm:") for v in forms.values())
+    summary = (
+        "LLM-judged forms (judge: " + str(getattr(scorer, "judge_id", "")) + ")"
+        if llm
+        else "non-LLM forms (chunk ids, embeddings, fact checks); no model judged"
+    )
+    if structural:
+        summary += (
+            "; faithfulness is structural: the extractive generator copies retrieved "
+            "sentences, so its value checks the copying, not a model's grounding"
+        )
     report = build_report(
         outcome,
         {
@@ -349,11 +446,13 @@ def _evaluate(args: argparse.Namespace) -> int:
             },
             "generator": {"id": generator.generator_id, "provenance": generator.provenance},
             "forms": forms,
-            "forms_summary": (
-                "LLM-judged forms (judge: " + str(getattr(scorer, "judge_id", "")) + ")"
-                if llm
-                else "non-LLM forms (chunk ids, embeddings, word overlap); no model judged"
-            ),
+            "forms_summary": summary,
+            "items_judged": {
+                "split": args.items,
+                "count": len(items),
+                "fitted_on_judged_items": bool(set(thresholds.dev_ids) & {i.id for i in items}),
+            },
+            "search": "exact" if args.exact else "hnsw",
             "thresholds": thresholds.to_dict(),
             "interval_method": next(iter(outcome.aggregates.values())).interval_method,
         },
@@ -374,21 +473,71 @@ def _evaluate(args: argparse.Namespace) -> int:
     return code
 
 
+def _select(
+    items: list[DatasetItem], thresholds: RagThresholds, split: str, limit: int | None
+) -> list[DatasetItem]:
+    """The items to judge: by default those the thresholds were not fitted on."""
+    if split != "all":
+        wanted = set(thresholds.held_out_ids if split == "held-out" else thresholds.dev_ids)
+        if not wanted:
+            raise _Refusal(
+                _USAGE,
+                f"{thresholds.source} records no {split} split; run `vitrine rag calibrate` "
+                "or pass --items all",
+            )
+        items = [i for i in items if i.id in wanted]
+    if limit is not None:
+        items = items[:limit]
+    if not items:
+        raise _Refusal(_USAGE, f"no dataset item is in the {split} split of {thresholds.source}")
+    return items
+
+
+def _progress_printer(total: int, live: bool) -> Any:
+    """Progress on stderr: every answer and score with a live model, every tenth item offline."""
+    import time
+
+    started = time.perf_counter()
+
+    def report(done: int, _total: int, event: str) -> None:
+        scored = event.endswith("scored")
+        if live or (scored and (done % 10 == 0 or done == total)):
+            elapsed = time.perf_counter() - started
+            sys.stderr.write(f"{PROG}: {done}/{total} items scored ({event}, {elapsed:.1f} s)\n")
+            sys.stderr.flush()
+
+    return report
+
+
 def _print_summary(report: dict[str, Any]) -> None:
     print(f"forms: {report['forms_summary']}")
-    print(f"{'metric':<20} {'mean':>6} {'95% interval':>15} {'thresh':>7}  {'n':>3}  verdict")
+    print(f"{'metric':<27} {'mean':>6} {'95% interval':>15} {'thresh':>7}  {'n':>3}  verdict")
     for name, m in report["metrics"].items():
         mean = "—" if m["mean"] is None else f"{m['mean']:.3f}"
         interval = "—" if not m["interval"] else f"{m['interval'][0]:.3f}–{m['interval'][1]:.3f}"
-        verdict = (
-            "not measured" if m["state"] != "measured" else ("pass" if m["passed"] else "FAIL")
+        verdict = {"measured": "pass" if m["passed"] else "FAIL", "not_applicable": "n/a"}.get(
+            m["state"], "not measured"
         )
         n = m["census"]["measured"]
-        print(f"{name:<20} {mean:>6} {interval:>15} {m['threshold']:>7.3f}  {n:>3}  {verdict}")
+        print(f"{name:<27} {mean:>6} {interval:>15} {m['threshold']:>7.3f}  {n:>3}  {verdict}")
+    rates = report.get("abstention_rates", {})
+    if rates:
+        print(
+            "answered unanswerable: "
+            + _rate(rates["answered_unanswerable"])
+            + "; abstained on answerable: "
+            + _rate(rates["abstained_answerable"])
+        )
+
+
+def _rate(rate: dict[str, Any]) -> str:
+    if rate["of"] == 0:
+        return "— (no such item)"
+    return f"{rate['count']}/{rate['of']} ({rate['count'] / rate['of']:.3f})"
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from vitrine.rag.calibrate import calibrate
+    from vitrine.rag.calibrate import DEFAULT_RESAMPLES, DEFAULT_SEED, calibrate
     from vitrine.rag.pipeline import DEFAULT_TOP_K
     from vitrine.store import atomic_write_json
 
@@ -404,19 +553,39 @@ def _calibrate(args: argparse.Namespace) -> int:
             store=store,
             table=setup.table,
             top_k=top_k,
-            progress=lambda step: print(f"calibrate: {step}"),
+            seed=DEFAULT_SEED if args.seed is None else args.seed,
+            resamples=args.resamples or DEFAULT_RESAMPLES,
+            progress=lambda step: print(f"calibrate: {step}", flush=True),
         )
-    print("evidence (matched p5 / mismatched p95 -> threshold):")
+    split = document["split"]
+    print(
+        f"split (seed {split['seed']}): {len(split['dev'])} dev items fit the thresholds, "
+        f"{len(split['held_out'])} held-out items judge them"
+    )
+    print("dev evidence (matched p5 / negative p95 -> threshold) and held-out means:")
     for name, ev in document["evidence"].items():
         if "matched" in ev:
-            good, bad = ev["matched"], ev["mismatched"]
+            good, bad, held = ev["matched"], ev["mismatched"], ev["held_out"]
+            verdict = (
+                "ok" if held["matched_passes"] and held["negative_fails"] else "HELD-OUT DISAGREES"
+            )
             print(
-                f"  {name:<24} matched p5 {good['p5']:.3f} (mean {good['mean']:.3f})"
-                f"  mismatched p95 {bad['p95']:.3f} (mean {bad['mean']:.3f})"
-                f"  -> {ev['threshold']:.3f}  [{ev['rule']}]"
+                f"  {name:<24} p5 {good['p5']:.3f} / p95 {bad['p95']:.3f} -> "
+                f"{ev['threshold']:.3f} [{ev['rule']}]; held-out matched "
+                f"{held['matched_mean']:.3f}, negative {held['negative_mean']:.3f}: {verdict}"
             )
         else:
             print(f"  {name:<24} {ev['rule']}")
+    resamples = document["resamples"]
+    print(f"spread over {resamples['splits']} random splits (threshold min/median/max; held-out")
+    print("  matched passes, negative fails):")
+    for name, r in resamples.items():
+        if isinstance(r, dict):
+            print(
+                f"  {name:<24} {r['threshold_min']:.3f}/{r['threshold_median']:.3f}/"
+                f"{r['threshold_max']:.3f}; {r['held_out_matched_passes']}/{resamples['splits']}"
+                f", {r['held_out_negative_fails']}/{resamples['splits']}"
+            )
     print(
         "recommended: "
         + ", ".join(f"{k}={v}" for k, v in {**document["retrieval"], **document["metrics"]}.items())

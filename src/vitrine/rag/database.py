@@ -25,6 +25,7 @@ __all__ = [
     "database_url",
     "embedded_server_url",
     "release_embedded_servers",
+    "running_servers",
 ]
 
 DATABASE_URL_ENV = "VITRINE_DATABASE_URL"
@@ -101,15 +102,24 @@ def embedded_server_url(pgdata: Path) -> str:
         return str(server.get_uri())
 
 
-def release_embedded_servers() -> None:
-    """Detach this process from every embedded server it started, now rather than at exit.
+def running_servers() -> frozenset[Path]:
+    """The data directories of the embedded servers this process holds."""
+    with _lock:
+        return frozenset(_servers)
+
+
+def release_embedded_servers(keep: frozenset[Path] = frozenset()) -> None:
+    """Detach this process from the embedded servers it started (all but ``keep``), now
+    rather than at exit.
 
     The server stops if no other live process still uses it. pgserver does the same from an
-    exit hook; calling it earlier matters where the data directory may vanish before exit
-    (a test session's temporary folders).
+    exit hook, which a SIGTERM never reaches; calling it earlier also matters where the data
+    directory may vanish before exit (a test session's temporary folders).
     """
     with _lock:
-        servers = list(_servers.values())
-        _servers.clear()
+        servers = [server for path, server in _servers.items() if path not in keep]
+        for path in list(_servers):
+            if path not in keep:
+                del _servers[path]
     for server in servers:
         server.cleanup()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vitrine.errors import VitrineError
 from vitrine.rag.chunking import KnowledgeBase
 from vitrine.rag.metrics import Metric
 
@@ -28,10 +29,10 @@ __all__ = [
 ]
 
 DATASET_SCHEMA_VERSION = 1
-THRESHOLDS_SCHEMA_VERSION = 1
+THRESHOLDS_SCHEMA_VERSION = 2  # 2: answer correctness, two abstention rates, the split
 
 
-class DatasetError(ValueError):
+class DatasetError(ValueError, VitrineError):
     """A dataset or thresholds file that cannot be used as it is."""
 
 
@@ -106,6 +107,8 @@ class RagThresholds:
     claim_cosine_threshold: float  # claim-sentence cosine at which a claim counts as supported
     source: str
     raw: Mapping[str, Any]
+    dev_ids: tuple[str, ...] = ()  # the items the thresholds were fitted on
+    held_out_ids: tuple[str, ...] = ()  # the items they were not: what the gate judges
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +118,8 @@ class RagThresholds:
             "claim_cosine_threshold": self.claim_cosine_threshold,
             "calibrated_at": self.raw.get("calibrated_at"),
             "embedding_model": self.raw.get("embedding_model"),
+            "dev_items": len(self.dev_ids),
+            "held_out_items": len(self.held_out_ids),
         }
 
 
@@ -125,16 +130,23 @@ def load_thresholds(path: Path) -> RagThresholds:
         raise DatasetError(f"cannot read the thresholds file {path.name}: {exc}") from exc
     if data.get("schema_version") != THRESHOLDS_SCHEMA_VERSION:
         raise DatasetError(
-            f"{path.name}: unsupported schema_version {data.get('schema_version')!r}"
+            f"{path.name}: schema_version {data.get('schema_version')!r} is not "
+            f"{THRESHOLDS_SCHEMA_VERSION} (older files lack answer correctness, the two "
+            "abstention rates and the dev/held-out split)"
         )
     try:
         metrics = {m: float(data["metrics"][m.value]) for m in Metric}
         retrieval = data["retrieval"]
         relevance = float(retrieval["relevance_threshold"])
         claim = float(retrieval["claim_cosine_threshold"])
-    except (KeyError, TypeError, ValueError) as exc:
+        split = data.get("split") or {}
+        dev = tuple(str(i) for i in split.get("dev", ()))
+        held_out = tuple(str(i) for i in split.get("held_out", ()))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise DatasetError(f"{path.name} lacks a threshold: {exc}") from exc
     for name, value in [*((m.value, v) for m, v in metrics.items()), ("relevance", relevance)]:
         if not 0.0 <= value <= 1.0:
             raise DatasetError(f"{path.name}: threshold {name}={value} is outside [0, 1]")
-    return RagThresholds(metrics, relevance, claim, path.name, data)
+    if set(dev) & set(held_out):
+        raise DatasetError(f"{path.name}: the dev and held-out splits share items")
+    return RagThresholds(metrics, relevance, claim, path.name, data, dev, held_out)

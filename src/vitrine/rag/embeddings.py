@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from vitrine.errors import VitrineError
 from vitrine.redact import register_secret, sanitize_text
 
 __all__ = [
@@ -59,11 +60,11 @@ class TextEmbedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors: ...
 
 
-class EmbeddingConfigError(ValueError):
+class EmbeddingConfigError(ValueError, VitrineError):
     """Prod embeddings were asked for without the configuration they need."""
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(RuntimeError, VitrineError):
     """The embeddings endpoint failed; the message is safe to print and persist."""
 
 

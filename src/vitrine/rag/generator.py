@@ -67,6 +67,9 @@ class ExtractiveGenerator:
     abstention and every metric run end to end without a model or credentials.
     """
 
+    # Read by the command: faithfulness of copied sentences is structural, and is labelled so.
+    faithful_by_construction = True
+
     def __init__(
         self,
         embedder: TextEmbedder,
@@ -93,7 +96,12 @@ class ExtractiveGenerator:
         usable = [c for c in retrieved if c.similarity >= self.relevance_threshold]
         if not usable:
             return GeneratedAnswer(ABSTENTION_TEXT, (), True)
-        candidates = [(chunk.id, s) for chunk in usable for s in split_sentences(chunk.text)]
+        # Overlapping chunks repeat their boundary sentences; each sentence is a candidate once.
+        first: dict[str, str] = {}
+        for chunk in usable:
+            for sentence in split_sentences(chunk.text):
+                first.setdefault(sentence, chunk.id)
+        candidates = [(chunk_id, sentence) for sentence, chunk_id in first.items()]
         vectors = self._embedder.embed([question, *(s for _, s in candidates)])
         scores = vectors[1:] @ vectors[0]
         # Stable order on ties (the retrieval order) keeps the answer reproducible.

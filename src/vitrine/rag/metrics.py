@@ -5,9 +5,12 @@ that produced it, so a report can never mix forms silently: one run uses one for
 and :func:`aggregate` refuses observations of one metric produced by different methods.
 
 States follow vitrine's rules. A metric that does not apply to an item (retrieval metrics on a
-question the knowledge base cannot answer; answer metrics on an abstention, which makes no
-claims) is ``not_applicable``; a judge or generator failure is ``not_measured``. Neither is
-ever a zero. Definitions are in ``docs/rag.md``; the pure functions here are the formulas.
+question the knowledge base cannot answer; faithfulness and relevancy of an abstention, which
+makes no claims) is ``not_applicable``; a judge or generator failure is ``not_measured``.
+Neither is ever a zero. Two outcomes are measured failures, never absences: an answer to a
+question the pages cannot answer fails faithfulness, relevancy and correctness (whatever it
+says is not grounded), and an abstention on an answerable question fails correctness.
+Definitions are in ``docs/rag.md``; the pure functions here are the formulas.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from vitrine.outcomes import Census, Observation
 from vitrine.providers.base import ChatMessage, ChatModel, ChatRequest, ResponseFormat
 from vitrine.rag.chunking import split_sentences
 from vitrine.rag.embeddings import TextEmbedder
+from vitrine.rag.facts import extract_facts, quantity_conflicts, unsupported_facts
 from vitrine.rag.generator import GeneratedAnswer
 from vitrine.rag.vectorstore import RetrievedChunk
 from vitrine.redact import describe_exception
@@ -41,6 +45,8 @@ __all__ = [
     "Scorer",
     "ScoringInput",
     "aggregate",
+    "answer_claims",
+    "answer_correctness",
     "answer_relevancy_from_vectors",
     "bootstrap_interval",
     "claim_support",
@@ -56,23 +62,39 @@ BOOTSTRAP_RESAMPLES = 2000
 class Metric(StrEnum):
     FAITHFULNESS = "faithfulness"
     ANSWER_RELEVANCY = "answer_relevancy"
+    ANSWER_CORRECTNESS = "answer_correctness"
     CONTEXT_PRECISION = "context_precision"
     CONTEXT_RECALL = "context_recall"
-    ABSTENTION = "abstention_accuracy"
+    # Two rates, never merged: a generator that never abstains and one that always does must
+    # each fail one of them, whatever the dataset's share of unanswerable questions.
+    ABSTENTION = "abstains_when_unanswerable"
+    COVERAGE = "answers_when_answerable"
+
+
+ANSWER_METRICS = (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY, Metric.ANSWER_CORRECTNESS)
 
 
 class Method(StrEnum):
-    """How a score was computed; the prefix says whether a language model was involved."""
+    """How a score was computed; the prefix says whether a language model was involved.
 
-    CLAIM_SUPPORT = "non-llm:claim-support-heuristic"
+    ``structural:`` marks a value fixed by how the answer was produced (an extractive generator
+    copies its sentences, so its claims are supported by construction): it is still computed
+    and gated, so a broken copier fails, but it says nothing about a model's grounding.
+    """
+
+    CLAIM_SUPPORT = "non-llm:claim-support-and-fact-check"
+    STRUCTURAL_FAITHFULNESS = "structural:extractive-copy-fact-checked"
     SENTENCE_RELEVANCY = "non-llm:question-vs-answer-sentences"
+    REFERENCE_CORRECTNESS = "non-llm:reference-similarity-and-fact-agreement"
     CHUNK_ID_PRECISION = "non-llm:chunk-id-rank-weighted-precision"
     CHUNK_ID_RECALL = "non-llm:chunk-id-recall"
     LLM_FAITHFULNESS = "llm:answer-claims-verified"
     LLM_RELEVANCY = "llm:generated-questions-cosine"
+    LLM_CORRECTNESS = "llm:answer-vs-reference-claims-f1"
     LLM_PRECISION = "llm:chunk-usefulness-rank-weighted-precision"
     LLM_RECALL = "llm:reference-claims-attributed"
-    ABSTENTION = "exact:abstains-iff-unanswerable"
+    ABSTENTION = "exact:abstains-on-unanswerable"
+    COVERAGE = "exact:answers-answerable"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -84,7 +106,7 @@ _STOPWORDS = frozenset(
         r"\w+",
         """a an and are as at be by can do does for from has have how i if in is it its of on or
         our than that the their them then there these they this to up was we what when where
-        which who will with within you your yours not no only also any all per""",
+        which who will with within you your yours not no yes only also any all per""",
     )
 )
 
@@ -92,6 +114,12 @@ _STOPWORDS = frozenset(
 def content_words(text: str) -> set[str]:
     """Lower-cased words and numbers minus stop words: what a claim asserts."""
     return {w for w in re.findall(r"[\w.,]*\w", text.casefold()) if w not in _STOPWORDS}
+
+
+def answer_claims(text: str) -> list[str]:
+    """The answer's sentences that assert something: a bare "Yes." or "No." has no content
+    word of its own (its claim is the next sentence; correctness checks the verdict)."""
+    return [s for s in split_sentences(text) if content_words(s)]
 
 
 def context_precision(relevance: Sequence[bool]) -> float:
@@ -120,6 +148,8 @@ class ClaimSupport:
     max_cosine: float
     coverage: float  # share of the claim's content words present in the context
     supported: bool
+    # Facts of the claim the context does not carry (a number, a name, a flipped negation).
+    problems: tuple[str, ...] = ()
 
 
 def claim_support(
@@ -130,23 +160,77 @@ def claim_support(
     *,
     cosine_threshold: float,
     coverage_threshold: float,
+    check_facts: bool = True,
 ) -> list[ClaimSupport]:
-    """A claim is supported when its best cosine to a context sentence reaches
-    ``cosine_threshold`` or at least ``coverage_threshold`` of its content words occur in the
-    context (which catches a paraphrase that keeps the facts: numbers, names, terms)."""
+    """A claim is supported when it is close to the context and carries no fact the context
+    lacks.
+
+    Close: its best cosine to a context sentence reaches ``cosine_threshold``, or at least
+    ``coverage_threshold`` of its content words occur in the context (a paraphrase that keeps
+    the terms). Facts (with ``check_facts``): its numbers and names occur in the context and
+    its polarity matches the sentence it is closest to (see :mod:`vitrine.rag.facts`), because
+    similarity alone cannot tell "30 days" from "91 days".
+    """
     context_words: set[str] = set()
     for sentence in context_sentences:
         context_words |= content_words(sentence)
+    evidence = " ".join(context_sentences)
     results = []
     for row, claim in enumerate(claims):
-        best = (
-            float(np.max(context_vectors @ claim_vectors[row])) if len(context_sentences) else 0.0
+        similarities = context_vectors @ claim_vectors[row] if len(context_sentences) else None
+        best = float(np.max(similarities)) if similarities is not None else 0.0
+        aligned = (
+            context_sentences[int(np.argmax(similarities))] if similarities is not None else None
         )
         words = content_words(claim)
         coverage = len(words & context_words) / len(words) if words else 0.0
-        supported = best >= cosine_threshold or coverage >= coverage_threshold
-        results.append(ClaimSupport(claim, best, coverage, supported))
+        close = best >= cosine_threshold or coverage >= coverage_threshold
+        problems = tuple(unsupported_facts(claim, evidence, aligned)) if check_facts else ()
+        results.append(ClaimSupport(claim, best, coverage, close and not problems, problems))
     return results
+
+
+def _stems(text: str) -> set[str]:
+    return {w.rstrip("s")[:5] for w in content_words(text) if not w[0].isdigit()}
+
+
+_LEADING_VERDICT = re.compile(r"^\s*(yes|no)\b", re.IGNORECASE)
+
+
+def answer_correctness(
+    answer: str, reference: str, similarity: float
+) -> tuple[float, dict[str, Any]]:
+    """The non-LLM correctness of ``answer`` against ``reference`` and its evidence.
+
+    0 when a fact conflicts: a unit whose values all differ from the reference's ("CHF 110"
+    for "CHF 49"), or an opposite leading yes/no. Otherwise the mean of the texts' cosine
+    ``similarity`` (negatives as 0), the share of the reference's terms the answer uses (its
+    content words without a plural s, compared by their first five letters so "collect" meets
+    "collection"), and,
+    when the reference states numbers, the share of them the answer states. Similarity alone
+    rates an on-topic answer to another question as half right; the terms and numbers do not.
+    """
+    got, wanted = extract_facts(answer), extract_facts(reference)
+    conflicts = quantity_conflicts(got, wanted)
+    said = _LEADING_VERDICT.match(answer)
+    expected = _LEADING_VERDICT.match(reference)
+    if expected and said and said.group(1).casefold() != expected.group(1).casefold():
+        conflicts.append(
+            f"the reference answers {expected.group(1)!r}, the answer {said.group(1)!r}"
+        )
+    recall = len(wanted.values & got.values) / len(wanted.values) if wanted.values else None
+    terms = _stems(reference)
+    term_recall = len(terms & _stems(answer)) / len(terms) if terms else 1.0
+    sim = max(0.0, min(1.0, similarity))
+    parts = [sim, term_recall] + ([] if recall is None else [recall])
+    value = 0.0 if conflicts else sum(parts) / len(parts)
+    evidence = {
+        "similarity": round(sim, 4),
+        "reference_terms_used": round(term_recall, 4),
+        "reference_numbers_stated": None if recall is None else round(recall, 4),
+        "conflicts": conflicts,
+    }
+    return value, evidence
 
 
 def answer_relevancy_from_vectors(
@@ -182,20 +266,56 @@ class Scorer(Protocol):
 
 
 def _gaps(item: ScoringInput, forms: Mapping[Metric, Method]) -> dict[Metric, Observation]:
-    """The observations fixed by applicability alone, before any metric is computed."""
+    """The observations fixed by applicability and abstention alone, before any computation."""
     out: dict[Metric, Observation] = {}
     if not item.has_relevant_chunk:
         why = "the knowledge base holds no relevant chunk for this question"
-        for metric in (Metric.CONTEXT_PRECISION, Metric.CONTEXT_RECALL):
+        for metric in (Metric.CONTEXT_PRECISION, Metric.CONTEXT_RECALL, Metric.COVERAGE):
             out[metric] = Observation.not_applicable(why, label=forms[metric])
-    answer_metrics = (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY, Metric.ABSTENTION)
+    else:
+        why = "the question is answerable, so abstaining is not expected of it"
+        out[Metric.ABSTENTION] = Observation.not_applicable(why, label=forms[Metric.ABSTENTION])
+    expected = not item.has_relevant_chunk
+    rate = Metric.ABSTENTION if expected else Metric.COVERAGE  # the one rate this item is in
     if item.answer.error is not None:
-        for metric in answer_metrics:
+        for metric in (*ANSWER_METRICS, rate):
             out[metric] = Observation.not_measured(item.answer.error, label=forms[metric])
-    elif item.answer.abstained:
+        return out
+    correct = item.answer.abstained == expected
+    out[rate] = Observation.measured(
+        1.0 if correct else 0.0,
+        correct,
+        evidence={"abstained": item.answer.abstained, "should_abstain": expected},
+        label=forms[rate],
+    )
+    if item.answer.abstained:
         why = "the answer abstained, so it makes no claims to check"
-        for metric in (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY):
-            out[metric] = Observation.not_applicable(why, label=forms[metric])
+        out[Metric.FAITHFULNESS] = Observation.not_applicable(why, label=forms[Metric.FAITHFULNESS])
+        out[Metric.ANSWER_RELEVANCY] = Observation.not_applicable(
+            why, label=forms[Metric.ANSWER_RELEVANCY]
+        )
+        if expected:
+            out[Metric.ANSWER_CORRECTNESS] = Observation.not_applicable(
+                "the right answer to an unanswerable question is to abstain, which it did",
+                label=forms[Metric.ANSWER_CORRECTNESS],
+            )
+        else:
+            out[Metric.ANSWER_CORRECTNESS] = Observation.measured(
+                0.0,
+                False,
+                evidence={"why": "abstained although the pages answer the question"},
+                label=forms[Metric.ANSWER_CORRECTNESS],
+            )
+    elif expected:
+        # Whatever it says, an answer to a question the pages cannot answer is not grounded in
+        # them: it may not count as a faithful or relevant pass on its sentences' merits.
+        for metric in ANSWER_METRICS:
+            out[metric] = Observation.measured(
+                0.0,
+                False,
+                evidence={"why": "answered a question the knowledge base cannot answer"},
+                label=forms[metric],
+            )
     return out
 
 
@@ -211,20 +331,18 @@ def _measured(
     )
 
 
-def _abstention(item: ScoringInput, thresholds: Mapping[Metric, float]) -> Observation:
-    expected = not item.has_relevant_chunk
-    correct = item.answer.abstained == expected
-    return _measured(
-        Metric.ABSTENTION,
-        1.0 if correct else 0.0,
-        thresholds,
-        Method.ABSTENTION,
-        {"abstained": item.answer.abstained, "should_abstain": expected},
-    )
+def _cited_chunks(item: ScoringInput) -> tuple[RetrievedChunk, ...]:
+    """The chunks the answer cites, or every retrieved chunk when it cites none of them."""
+    cited = [c for c in item.retrieved if c.id in set(item.answer.citations)]
+    return tuple(cited) or item.retrieved
 
 
 class HeuristicScorer:
-    """The non-LLM forms: chunk ids for retrieval, embeddings and word overlap for answers."""
+    """The non-LLM forms: chunk ids for retrieval, embeddings and fact checks for answers.
+
+    ``structural_faithfulness`` labels faithfulness ``structural:`` for a generator that copies
+    its sentences (the offline extractive one), whose support is a property of its construction.
+    """
 
     def __init__(
         self,
@@ -233,24 +351,33 @@ class HeuristicScorer:
         *,
         claim_cosine_threshold: float,
         coverage_threshold: float = 0.8,
+        structural_faithfulness: bool = False,
     ) -> None:
         self._embedder = embedder
         self._thresholds = thresholds
         self.claim_cosine_threshold = claim_cosine_threshold
         self.coverage_threshold = coverage_threshold
+        self.structural_faithfulness = structural_faithfulness
 
     @property
     def forms(self) -> Mapping[Metric, Method]:
         return {
-            Metric.FAITHFULNESS: Method.CLAIM_SUPPORT,
+            Metric.FAITHFULNESS: (
+                Method.STRUCTURAL_FAITHFULNESS
+                if self.structural_faithfulness
+                else Method.CLAIM_SUPPORT
+            ),
             Metric.ANSWER_RELEVANCY: Method.SENTENCE_RELEVANCY,
+            Metric.ANSWER_CORRECTNESS: Method.REFERENCE_CORRECTNESS,
             Metric.CONTEXT_PRECISION: Method.CHUNK_ID_PRECISION,
             Metric.CONTEXT_RECALL: Method.CHUNK_ID_RECALL,
             Metric.ABSTENTION: Method.ABSTENTION,
+            Metric.COVERAGE: Method.COVERAGE,
         }
 
     async def score(self, item: ScoringInput) -> dict[Metric, Observation]:
-        out = _gaps(item, self.forms)
+        forms = self.forms
+        out = _gaps(item, forms)
         t = self._thresholds
         retrieved_ids = [c.id for c in item.retrieved]
         if Metric.CONTEXT_PRECISION not in out:
@@ -271,26 +398,21 @@ class HeuristicScorer:
                 Method.CHUNK_ID_RECALL,
                 {"found": found, "missing": [c for c in item.relevant_ids if c not in found]},
             )
-        if Metric.ABSTENTION not in out:
-            out[Metric.ABSTENTION] = _abstention(item, t)
-        if Metric.FAITHFULNESS in out and Metric.ANSWER_RELEVANCY in out:
+        if all(metric in out for metric in ANSWER_METRICS):
             return out
-        claims = split_sentences(item.answer.answer)
+        claims = answer_claims(item.answer.answer)
         if not claims:
             why = "the answer is empty although it did not abstain"
-            out.setdefault(
-                Metric.FAITHFULNESS, Observation.not_applicable(why, label=Method.CLAIM_SUPPORT)
-            )
-            out.setdefault(
-                Metric.ANSWER_RELEVANCY,
-                Observation.not_applicable(why, label=Method.SENTENCE_RELEVANCY),
-            )
+            for metric in ANSWER_METRICS:
+                out.setdefault(metric, Observation.not_applicable(why, label=forms[metric]))
             return out
-        context = [s for chunk in item.retrieved for s in split_sentences(chunk.text)]
-        vectors = self._embedder.embed([item.question, *claims, *context])
-        question_vec = vectors[0]
-        claim_vecs = vectors[1 : 1 + len(claims)]
-        context_vecs = vectors[1 + len(claims) :]
+        context = [s for chunk in _cited_chunks(item) for s in split_sentences(chunk.text)]
+        vectors = self._embedder.embed(
+            [item.question, item.answer.answer, item.reference, *claims, *context]
+        )
+        question_vec, answer_vec, reference_vec = vectors[0], vectors[1], vectors[2]
+        claim_vecs = vectors[3 : 3 + len(claims)]
+        context_vecs = vectors[3 + len(claims) :]
         if Metric.FAITHFULNESS not in out:
             support = claim_support(
                 claims,
@@ -305,12 +427,13 @@ class HeuristicScorer:
                 Metric.FAITHFULNESS,
                 value,
                 t,
-                Method.CLAIM_SUPPORT,
+                forms[Metric.FAITHFULNESS],
                 {
                     "claims": len(support),
                     "supported": sum(s.supported for s in support),
                     "max_cosine": [round(s.max_cosine, 4) for s in support],
                     "word_coverage": [round(s.coverage, 4) for s in support],
+                    "fact_problems": [list(s.problems) for s in support],
                 },
             )
         if Metric.ANSWER_RELEVANCY not in out:
@@ -320,6 +443,13 @@ class HeuristicScorer:
                 t,
                 Method.SENTENCE_RELEVANCY,
                 {"sentences": len(claims)},
+            )
+        if Metric.ANSWER_CORRECTNESS not in out:
+            value, evidence = answer_correctness(
+                item.answer.answer, item.reference, float(answer_vec @ reference_vec)
+            )
+            out[Metric.ANSWER_CORRECTNESS] = _measured(
+                Metric.ANSWER_CORRECTNESS, value, t, Method.REFERENCE_CORRECTNESS, evidence
             )
         return out
 
@@ -351,6 +481,16 @@ _CLAIMS_SCHEMA = _schema(
     {"claims": _list_of({"claim": {"type": "string"}, "supported": {"type": "boolean"}})}
 )
 _QUESTIONS_SCHEMA = _schema({"questions": {"type": "array", "items": {"type": "string"}}})
+_CORRECTNESS_SCHEMA = _schema(
+    {
+        "answer_claims": _list_of(
+            {"claim": {"type": "string"}, "in_reference": {"type": "boolean"}}
+        ),
+        "reference_claims": _list_of(
+            {"claim": {"type": "string"}, "in_answer": {"type": "boolean"}}
+        ),
+    }
+)
 _USEFUL_SCHEMA = _schema(
     {"verdicts": _list_of({"id": {"type": "string"}, "useful": {"type": "boolean"}})}
 )
@@ -382,9 +522,11 @@ class LlmScorer:
         return {
             Metric.FAITHFULNESS: Method.LLM_FAITHFULNESS,
             Metric.ANSWER_RELEVANCY: Method.LLM_RELEVANCY,
+            Metric.ANSWER_CORRECTNESS: Method.LLM_CORRECTNESS,
             Metric.CONTEXT_PRECISION: Method.LLM_PRECISION,
             Metric.CONTEXT_RECALL: Method.LLM_RECALL,
             Metric.ABSTENTION: Method.ABSTENTION,
+            Metric.COVERAGE: Method.COVERAGE,
         }
 
     async def _ask(self, name: str, prompt: str, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -417,14 +559,13 @@ class LlmScorer:
         steps = {
             Metric.FAITHFULNESS: self._faithfulness,
             Metric.ANSWER_RELEVANCY: self._relevancy,
+            Metric.ANSWER_CORRECTNESS: self._correctness,
             Metric.CONTEXT_PRECISION: self._precision,
             Metric.CONTEXT_RECALL: self._recall,
         }
         for metric, compute in steps.items():
             if metric not in out:
                 out[metric] = await self._guarded(metric, compute, item)
-        if Metric.ABSTENTION not in out:
-            out[Metric.ABSTENTION] = _abstention(item, self._thresholds)
         return out
 
     def _context(self, item: ScoringInput) -> str:
@@ -449,6 +590,33 @@ class LlmScorer:
             self._thresholds,
             Method.LLM_FAITHFULNESS,
             {"claims": len(verdicts), "supported": sum(verdicts)},
+        )
+
+    async def _correctness(self, item: ScoringInput) -> Observation:
+        data = await self._ask(
+            "answer_correctness",
+            "Break the ANSWER and the REFERENCE ANSWER into short standalone factual claims. "
+            "For each ANSWER claim say whether the REFERENCE states it (a claim that "
+            "contradicts the reference, for example a different number, is not in it). For "
+            "each REFERENCE claim say whether the ANSWER states it.\n\n"
+            f"QUESTION: {item.question}\n\nREFERENCE ANSWER:\n{item.reference}\n\n"
+            f"ANSWER:\n{item.answer.answer}",
+            _CORRECTNESS_SCHEMA,
+        )
+        stated = [bool(c["in_reference"]) for c in data["answer_claims"]]
+        covered = [bool(c["in_answer"]) for c in data["reference_claims"]]
+        if not covered:
+            raise ValueError("the judge found no claims in the reference answer")
+        # RAGAS's factual F1: true positives are answer claims the reference states, false
+        # positives the other answer claims, false negatives the reference claims left out.
+        tp, fp, fn = sum(stated), len(stated) - sum(stated), len(covered) - sum(covered)
+        f1 = tp / (tp + 0.5 * (fp + fn)) if tp else 0.0
+        return _measured(
+            Metric.ANSWER_CORRECTNESS,
+            f1,
+            self._thresholds,
+            Method.LLM_CORRECTNESS,
+            {"true_positive": tp, "false_positive": fp, "false_negative": fn},
         )
 
     async def _relevancy(self, item: ScoringInput) -> Observation:
@@ -529,7 +697,13 @@ class MetricAggregate:
 
     @property
     def gate(self) -> Observation:
-        """The metric's verdict: its mean against its threshold, or not measured."""
+        """The metric's verdict: its mean against its threshold; not applicable when every
+        item was not applicable (no failure hides there); else not measured."""
+        if self.mean is None and self.census.not_applicable and not self.census.not_measured:
+            return Observation.not_applicable(
+                f"{self.metric.value}: the metric applied to no item ({self.census.describe()})",
+                label=self.method,
+            )
         if self.mean is None:
             return Observation.not_measured(
                 f"{self.metric.value}: no item was measured ({self.census.describe()})",

@@ -11,17 +11,31 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from vitrine.outcomes import ExitCode, Observation, aggregate_exit_codes, exit_code_for_gate
+from vitrine.outcomes import (
+    ExitCode,
+    MeasurementState,
+    Observation,
+    aggregate_exit_codes,
+    exit_code_for_gate,
+)
 from vitrine.rag.dataset import DatasetItem, RagThresholds
 from vitrine.rag.embeddings import TextEmbedder
 from vitrine.rag.generator import GeneratedAnswer, Generator
 from vitrine.rag.metrics import Metric, MetricAggregate, Scorer, ScoringInput, aggregate
 from vitrine.rag.vectorstore import RetrievedChunk, VectorStore
 
-__all__ = ["DEFAULT_TOP_K", "EvalOutcome", "ItemResult", "Retrieval", "evaluate", "retrieve"]
+__all__ = [
+    "DEFAULT_TOP_K",
+    "EvalOutcome",
+    "ItemResult",
+    "Retrieval",
+    "evaluate",
+    "gate_exit_code",
+    "retrieve",
+]
 
 DEFAULT_TOP_K = 4
 
@@ -55,12 +69,14 @@ def retrieve(
     store: VectorStore,
     table: str,
     top_k: int,
+    *,
+    exact: bool = False,
 ) -> list[Retrieval]:
     vectors = embedder.embed(list(questions))
     out = []
     for vector in vectors:
         started = time.perf_counter()
-        chunks = store.search(table, vector, top_k)
+        chunks = store.search(table, vector, top_k, exact=exact)
         out.append(Retrieval(tuple(chunks), time.perf_counter() - started))
     return out
 
@@ -76,14 +92,25 @@ async def evaluate(
     scorer: Scorer,
     thresholds: RagThresholds,
     concurrency: int = 4,
+    exact: bool = False,
+    progress: Callable[[int, int, str], None] = lambda done, total, event: None,
 ) -> EvalOutcome:
+    """Answer and score ``items``.
+
+    ``progress(done, total, event)`` is called when an item is answered (``"<id> answered"``)
+    and when it is scored (``"<id> scored"``, ``done`` counting scored items), so a run whose
+    model takes minutes per call still shows it is moving.
+    """
     started = time.perf_counter()
-    retrievals = retrieve([i.question for i in items], embedder, store, table, top_k)
+    retrievals = retrieve([i.question for i in items], embedder, store, table, top_k, exact=exact)
     gate = asyncio.Semaphore(concurrency)
+    done = 0
 
     async def one(item: DatasetItem, retrieval: Retrieval) -> ItemResult:
+        nonlocal done
         async with gate:
             answer = await generator.generate(item.question, retrieval.chunks)
+            progress(done, len(items), f"{item.id} answered")
             scores = await scorer.score(
                 ScoringInput(
                     item.id,
@@ -95,6 +122,8 @@ async def evaluate(
                     answer,
                 )
             )
+        done += 1
+        progress(done, len(items), f"{item.id} scored")
         return ItemResult(item, retrieval, answer, scores)
 
     results = await asyncio.gather(
@@ -104,5 +133,22 @@ async def evaluate(
         metric: aggregate(metric, [r.scores[metric] for r in results], thresholds.metrics[metric])
         for metric in Metric
     }
-    code = aggregate_exit_codes(exit_code_for_gate(a.gate) for a in aggregates.values())
+    code = gate_exit_code(a.gate for a in aggregates.values())
     return EvalOutcome(tuple(results), aggregates, code, top_k, time.perf_counter() - started)
+
+
+def gate_exit_code(gates: Iterable[Observation]) -> ExitCode:
+    """The run's exit code from its metric gates.
+
+    A gate that applied to no item (every answer abstained, so no faithfulness exists) proves
+    nothing and may not pass: alone it makes the run not measured. Next to a measured failure
+    it adds nothing, because the failure is already the verdict: a generator that always
+    abstains fails its answered-when-answerable rate and exits 1, not 3.
+    """
+    listed = list(gates)
+    failed = any(g.is_measured and g.failed for g in listed)
+    return aggregate_exit_codes(
+        exit_code_for_gate(g)
+        for g in listed
+        if not (failed and g.state is MeasurementState.NOT_APPLICABLE)
+    )

@@ -22,10 +22,28 @@ from vitrine.redact import bound_text
 from vitrine.reports.formatting import visible
 from vitrine.store import atomic_write_bytes
 
-__all__ = ["RAG_REPORT_SCHEMA", "build_report", "render_html", "write_report"]
+__all__ = ["RAG_REPORT_SCHEMA", "abstention_rates", "build_report", "render_html", "write_report"]
 
-RAG_REPORT_SCHEMA = "vitrine.rag-report/1"
+RAG_REPORT_SCHEMA = "vitrine.rag-report/2"  # 2: correctness, two abstention rates, split
 _TEXT_LIMIT = 2000
+
+
+def abstention_rates(outcome: EvalOutcome) -> dict[str, dict[str, int]]:
+    """The two abstention errors, counted apart: answering what the pages cannot answer, and
+    declining what they can. Failed generations are in neither count."""
+    done = [r for r in outcome.results if r.answer.error is None]
+    unanswerable = [r for r in done if not r.item.has_relevant_chunk]
+    answerable = [r for r in done if r.item.has_relevant_chunk]
+    return {
+        "answered_unanswerable": {
+            "count": sum(not r.answer.abstained for r in unanswerable),
+            "of": len(unanswerable),
+        },
+        "abstained_answerable": {
+            "count": sum(r.answer.abstained for r in answerable),
+            "of": len(answerable),
+        },
+    }
 
 
 def build_report(outcome: EvalOutcome, context: dict[str, Any]) -> dict[str, Any]:
@@ -62,6 +80,7 @@ def build_report(outcome: EvalOutcome, context: dict[str, Any]) -> dict[str, Any
         "wall_s": round(outcome.wall_s, 3),
         **context,
         "metrics": {m.value: a.to_dict() for m, a in outcome.aggregates.items()},
+        "abstention_rates": abstention_rates(outcome),
         "items": items,
     }
 
