@@ -17,7 +17,9 @@ from test_service_app import FakeAssistant  # noqa: E402
 
 from vitrine.service.app import ServiceConfig, create_app  # noqa: E402
 
-APP = create_app(FakeAssistant(), ServiceConfig(rate_capacity=100_000, rate_per_s=100_000))
+APP = create_app(
+    FakeAssistant(), ServiceConfig(rate_capacity=100_000, rate_per_s=100_000, docs=True)
+)
 asyncio.run(APP.warm_up())
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 

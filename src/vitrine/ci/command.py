@@ -80,6 +80,8 @@ def _init(args: argparse.Namespace) -> int:
         layers = available
     else:
         layers = [part.strip() for part in args.layers.split(",") if part.strip()]
+        if not layers:
+            raise _Usage(f"--layers names no layer: choose from {', '.join(LAYERS)}")
         missing = [layer for layer in layers if layer in LAYERS and layer not in available]
         if missing:
             needs = ", ".join(

@@ -131,9 +131,10 @@ def _run(args: argparse.Namespace) -> int:
     from vitrine.mutants.runner import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MutantRunError, run_mutants
     from vitrine.mutants.writer import refuse_directory
     from vitrine.plans.base import UsageError
+    from vitrine.store.naming import blocking_file
     from vitrine.suite import SuiteLoadError, load_suite
 
-    spec = args.suite or _DEFAULT_SUITE
+    spec = _DEFAULT_SUITE if args.suite is None else args.suite
     try:
         if args.list:
             given = _run_options(args)
@@ -150,6 +151,9 @@ def _run(args: argparse.Namespace) -> int:
             )
         refuse_directory(args.json_report, "--json-report")
         refuse_directory(args.html_report, "--html-report")
+        blocker = None if args.output is None else blocking_file(args.output)
+        if blocker is not None:
+            raise UsageError(f"--output {args.output} is not a directory ({blocker} is a file)")
         matrix = asyncio.run(
             run_mutants(
                 spec,

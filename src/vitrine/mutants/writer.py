@@ -6,6 +6,7 @@ from pathlib import Path
 
 from vitrine.mutants.report import MutantMatrix, matrix_json
 from vitrine.store.files import atomic_write_bytes
+from vitrine.store.naming import blocking_file
 
 __all__ = ["HTML_NAME", "JSON_NAME", "refuse_directory", "write_matrix"]
 
@@ -14,11 +15,16 @@ HTML_NAME = "matrix.html"
 
 
 def refuse_directory(path: Path | None, flag: str) -> None:
-    """Refuse a report path that names a directory, before anything runs."""
-    if path is not None and path.is_dir():
-        from vitrine.plans.base import UsageError
+    """Refuse a report path that names a directory, or lies under a file, before anything runs."""
+    if path is None:
+        return
+    from vitrine.plans.base import UsageError
 
+    if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory; name a file to write")
+    blocker = blocking_file(path.parent)
+    if blocker is not None:
+        raise UsageError(f"{flag} {path}: {blocker} is not a directory")
 
 
 def write_matrix(

@@ -253,7 +253,8 @@ def _setup(args: argparse.Namespace) -> _Setup:
         except EmbeddingConfigError as exc:
             raise _Refusal(_INFRA, str(exc)) from None
     try:
-        suite = load_suite(args.suite or DEFAULT_SUITE)
+        # An empty --suite is a mistake to name, not a request for the default suite.
+        suite = load_suite(DEFAULT_SUITE if args.suite is None else args.suite)
         component = suite.component("rag")
     except SuiteLoadError as exc:
         raise _Refusal(int(exc.exit_code), str(exc)) from None
@@ -541,6 +542,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     from vitrine.rag.pipeline import DEFAULT_TOP_K
     from vitrine.store import atomic_write_json
 
+    if args.thresholds is not None and args.thresholds.is_dir():
+        # Refused before calibrating: finding out at the write would waste the whole run.
+        raise _Refusal(_USAGE, f"--thresholds {args.thresholds} is a directory; name a file")
     setup = _setup(args)
     items = _items(setup)
     top_k = args.top_k or DEFAULT_TOP_K

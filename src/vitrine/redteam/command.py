@@ -128,6 +128,7 @@ def main(argv: Sequence[str]) -> int:
     from vitrine.redteam.runs import RunIntegrityError
 
     try:
+        _root(args)  # a store path that cannot be a folder is refused before anything runs
         return handlers[args.command](args)
     except _Usage as exc:
         return _error(str(exc), _USAGE)
@@ -138,9 +139,13 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from vitrine.store.naming import resolve_root
+    from vitrine.store.naming import blocking_file, resolve_root
 
-    return resolve_root(args.output)
+    root = resolve_root(args.output)
+    blocker = blocking_file(root)
+    if blocker is not None:
+        raise _Usage(f"--output {root} is not a directory ({blocker} is a file)")
+    return root
 
 
 def _component(args: argparse.Namespace) -> Any:
@@ -148,7 +153,9 @@ def _component(args: argparse.Namespace) -> Any:
     from vitrine.suite import DEFAULT_SUITE, SuiteLoadError, load_suite
 
     try:
-        return load_suite(args.suite or DEFAULT_SUITE).component("redteam-target")
+        # None, not falsy: an empty --suite is refused by load_suite, never read as the default.
+        spec = DEFAULT_SUITE if args.suite is None else args.suite
+        return load_suite(spec).component("redteam-target")
     except SuiteLoadError as exc:
         raise (_Infra if int(exc.exit_code) == _INFRA else _Usage)(str(exc)) from exc
     except UsageError as exc:

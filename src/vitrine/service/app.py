@@ -6,6 +6,11 @@ used, allow-listed and bounded), ``message.delta`` (chunks of the answer), ``mes
 answer, e.g. ``front-desk``, ``agent`` or ``workflow``). A turn that fails ends with one
 ``error`` event whose message is fixed text: nothing an exception says reaches a client.
 
+What the service exposes and trusts is set by :class:`ServiceConfig`, safe by default: no
+schema pages, a bare /health, unknown-persona errors that list nothing, sessions usable only
+by the client address that opened them. Client addresses come from the socket; forwarded
+headers are the server's business (``vitrine serve --forwarded-allow-ips``).
+
 Everything refused before a stream starts is an ``application/problem+json`` document (RFC
 9457) with a 4xx status: bad input (400, 422), an unknown persona or session (404), a body
 over the size limit (413), a client over its rate (429). The request id of every response is
@@ -33,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
 from vitrine.redact import describe_exception, sanitize_text
+from vitrine.service import logsafe
 from vitrine.service.limits import Session, SessionStore, TokenBuckets
 from vitrine.service.protocol import (
     Assistant,
@@ -58,6 +64,8 @@ _SAFE_FAILURE = "The assistant could not answer this time. Please try again in a
 _SAFE_TIMEOUT = "The assistant took too long to answer. Please try again."
 
 log = logging.getLogger("vitrine.service")
+logsafe.install(log)
+_MAX_LOGGED_PATH = 200
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -77,6 +85,11 @@ class ServiceConfig:
     reply_timeout_s: float = 60.0
     max_tool_events: int = 32
     delta_chars: int = 48
+    docs: bool = False  # serve /docs, /redoc and /openapi.json
+    health_details: bool = False  # /health also reports session and request counts
+    list_personas: bool = False  # an unknown-persona error lists the known persona ids
+    bind_sessions: bool = True  # a session answers only the client address that opened it
+    sessions_per_client: int | None = 50  # one client's load evicts its own sessions first
 
 
 # --- request and response documents (they are also the OpenAPI schema) ----------------------
@@ -115,8 +128,8 @@ class Health(BaseModel):
     status: Literal["ready", "not_ready"]
     reason: str | None = None
     assistant: dict[str, str]
-    sessions: int
-    requests_served: int
+    sessions: int | None = None
+    requests_served: int | None = None
 
 
 class ProblemError(Exception):
@@ -190,7 +203,10 @@ class _State:
         self.assistant = assistant
         self.config = config
         self.sessions = SessionStore(
-            max_sessions=config.max_sessions, ttl_s=config.session_ttl_s, max_turns=config.max_turns
+            max_sessions=config.max_sessions,
+            ttl_s=config.session_ttl_s,
+            max_turns=config.max_turns,
+            per_owner=config.sessions_per_client,
         )
         self.buckets = TokenBuckets(capacity=config.rate_capacity, rate=config.rate_per_s)
         self.ready = False
@@ -216,6 +232,10 @@ def create_app(assistant: Assistant, config: ServiceConfig | None = None) -> Ser
         version="1",
         description="A conversational assistant over server-sent events.",
         lifespan=lifespan,
+        # The schema pages describe every route and field: an operator opts in to publish them.
+        docs_url="/docs" if state.config.docs else None,
+        redoc_url="/redoc" if state.config.docs else None,
+        openapi_url="/openapi.json" if state.config.docs else None,
     )
     app.state.vitrine = state
 
@@ -272,14 +292,19 @@ def create_app(assistant: Assistant, config: ServiceConfig | None = None) -> Ser
         responses={503: {"model": Health, "description": "not ready, with the reason"}},
     )
     async def health() -> JSONResponse:
+        counts: dict[str, Any] = {}
+        if state.config.health_details:
+            counts = {"sessions": len(state.sessions), "requests_served": state.served}
         body = Health(
             status="ready" if state.ready else "not_ready",
             reason=state.reason,
             assistant=dict(state.assistant.description),
-            sessions=len(state.sessions),
-            requests_served=state.served,
+            **counts,
         )
-        return JSONResponse(body.model_dump(), status_code=200 if state.ready else 503)
+        # Unset fields stay out: without details the document has no counts, not nulls.
+        return JSONResponse(
+            body.model_dump(exclude_unset=True), status_code=200 if state.ready else 503
+        )
 
     @app.post(
         "/v1/chat",
@@ -303,7 +328,7 @@ def create_app(assistant: Assistant, config: ServiceConfig | None = None) -> Ser
                 f"the assistant is not ready: {state.reason}",
                 {"Retry-After": "2"},
             )
-        session = _session_for(state, body)
+        session = _session_for(state, body, _client_key(request.scope))
         request_id = str(request.scope.get("state", {}).get("request_id", ""))
         return StreamingResponse(
             _events(state, session, body.message, request_id),
@@ -325,9 +350,13 @@ async def _warm_up(state: _State) -> None:
     log.info("service %s", "ready" if state.ready else f"not ready: {reason}")
 
 
-def _session_for(state: _State, body: ChatBody) -> Session:
+def _session_for(state: _State, body: ChatBody, client: str) -> Session:
     if body.session_id is not None:
-        session = state.sessions.get(body.session_id)
+        # Another client's session is reported exactly like a missing one: whether an id
+        # exists is not something a stranger may learn.
+        session = state.sessions.get(
+            body.session_id, client if state.config.bind_sessions else None
+        )
         if session is None:
             raise ProblemError(
                 404,
@@ -348,15 +377,17 @@ def _session_for(state: _State, body: ChatBody) -> Session:
     try:
         state.assistant.check_persona(body.persona_id)
     except UnknownPersonaError as exc:
-        known = ", ".join(exc.known[:20])
+        detail = f"unknown persona {exc.persona_id!r}"
+        if state.config.list_personas:
+            detail += "; known personas: " + ", ".join(exc.known[:20])
         # 404, like an unknown session: the request is well formed but names nothing we have.
-        raise ProblemError(
-            404,
-            "unknown-persona",
-            "Unknown persona",
-            f"unknown persona {exc.persona_id!r}; known personas: {known}",
-        ) from None
-    return state.sessions.create(body.persona_id)
+        raise ProblemError(404, "unknown-persona", "Unknown persona", detail) from None
+    return state.sessions.create(body.persona_id, client)
+
+
+def _client_key(scope: Scope) -> str:
+    client = scope.get("client") or ("unknown", 0)
+    return str(client[0])
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
@@ -370,14 +401,15 @@ async def _events(
     config = state.config
     # One turn at a time per session: a second concurrent turn would see half a conversation.
     async with session.lock:
-        turns = state.sessions.add_turn(session, message)
+        # The message joins the conversation only once it is answered: a failed turn, or one
+        # whose client went away (the stream is cancelled), leaves the session as it was.
+        turns = state.sessions.conversation(session, message)
         started = time.perf_counter()
         try:
             reply = await asyncio.wait_for(
                 state.assistant.reply(session.persona_id, turns), config.reply_timeout_s
             )
         except Exception as exc:
-            session.turns.pop()  # a failed turn is not part of the conversation
             safe = _safe_message(exc)
             log.warning(
                 "request %s session %s turn failed: %s", request_id, session.id, _log_reason(exc)
@@ -389,6 +421,7 @@ async def _events(
             yield _sse("tool.call", event)
         for chunk in _chunks(reply.answer, config.delta_chars):
             yield _sse("message.delta", {"text": chunk})
+        state.sessions.add_turn(session, message)
         yield _sse(
             "message.final",
             {
@@ -493,8 +526,7 @@ class ServiceApp:
                 message["headers"] = headers
             await send(message)
 
-        client = scope.get("client") or ("unknown", 0)
-        refusal = self._refusal(scope, str(client[0]))
+        refusal = self._refusal(scope, _client_key(scope))
         started = time.perf_counter()
         try:
             if refusal is not None:
@@ -517,7 +549,7 @@ class ServiceApp:
                 "request %s %s %s -> %s in %.1f ms",
                 request_id,
                 scope.get("method", ""),
-                scope.get("path", ""),
+                str(scope.get("path", ""))[:_MAX_LOGGED_PATH],
                 status[0] if status else "-",
                 (time.perf_counter() - started) * 1000,
             )

@@ -1,26 +1,80 @@
 """``vitrine serve``: run a suite's assistant as an HTTP service until interrupted.
 
 Exit codes follow the main command: 0 after a clean stop, 2 for invalid arguments (including
-a provider or regression the suite's assistant refuses), 4 when the service cannot start.
+a provider or regression the suite's assistant refuses, or a log file that cannot be opened),
+4 when the service cannot start. The address is bound before the suite loads, so a port in
+use or an address that is not this machine's is reported at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
+import math
+import re
+import socket
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-__all__ = ["build_parser", "main"]
+if TYPE_CHECKING:
+    import uvicorn
+
+__all__ = ["build_parser", "main", "uvicorn_config"]
 
 _INVALID_ARGUMENTS = 2
 _INFRASTRUCTURE = 4
 _DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # as in vitrine.cli: kept import-free
 
 
+_LOOPBACK_PROXIES = ("127.0.0.1", "::1")
+
+
 class _ArgumentError(Exception):
     pass
+
+
+class _StartError(Exception):
+    """The service cannot start; ``exit_code`` says if the arguments or the host are at fault."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _bounded_number(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number in ``[low, high]`` (nan, inf and 1e-300 are refused)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a finite number")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not between {low:g} and {high:g}")
+        return value
+
+    return parse
+
+
+def _bounded_int(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text) if len(text) <= 20 else None
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{text[:40]!r} is not a whole number between {low} and {high}"
+            )
+        return value
+
+    return parse
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,12 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="vitrine serve",
         description=(
             "Serve the suite's conversational assistant over HTTP: POST /v1/chat streams "
-            "server-sent events, GET /health reports readiness, GET /docs shows the schema."
+            "server-sent events, GET /health reports readiness (GET /docs shows the schema "
+            "with --docs)."
         ),
         allow_abbrev=False,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+    parser.add_argument(
+        "--port", type=_bounded_int(1, 65535), default=8000, help="port to bind (default 8000)"
+    )
     parser.add_argument(
         "--architecture", choices=("agent", "workflow"), default="agent", help="assistant shape"
     )
@@ -68,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--reply-timeout",
-        type=float,
+        type=_bounded_number(0.001, 3600),
         default=60.0,
         metavar="SECONDS",
         help="longest a turn may take before the client gets a timeout (default 60; a small "
@@ -76,27 +133,74 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-output-tokens",
-        type=int,
+        type=_bounded_int(1, 10_000_000),
         metavar="N",
         help="the model's output-token ceiling per request (default: the provider's, see "
         "VITRINE_SUBJECT_MAX_OUTPUT_TOKENS)",
     )
     parser.add_argument(
         "--rate-limit",
-        type=float,
+        type=_bounded_number(0.001, 1_000_000),
         default=10.0,
         metavar="PER_S",
-        help="sustained requests per second per client (default 10)",
+        help="sustained requests per second per client, 0.001 to 1e6 (default 10)",
     )
     parser.add_argument(
         "--rate-burst",
-        type=float,
+        type=_bounded_number(1, 1_000_000),
         default=30.0,
         metavar="N",
-        help="requests a client may burst (default 30)",
+        help="requests a client may burst, 1 to 1e6 (default 30)",
     )
     parser.add_argument(
-        "--max-sessions", type=int, default=1000, help="conversations kept (default 1000)"
+        "--max-sessions",
+        type=_bounded_int(1, 1_000_000),
+        default=1000,
+        metavar="N",
+        help="conversations kept (default 1000)",
+    )
+    security = parser.add_argument_group(
+        "exposure and trust (the defaults expose the least; see the README's Security section)"
+    )
+    security.add_argument(
+        "--sessions-per-client",
+        type=_bounded_int(1, 1_000_000),
+        default=50,
+        metavar="N",
+        help="conversations one client address may hold; its next one evicts its oldest, so "
+        "one client's load cannot evict everyone else's (default 50)",
+    )
+    security.add_argument(
+        "--share-sessions",
+        dest="bind_sessions",
+        action="store_false",
+        help="let any client that holds a session id continue the session (default: only the "
+        "client address that opened it)",
+    )
+    security.add_argument(
+        "--docs", action="store_true", help="publish the schema at /docs, /redoc, /openapi.json"
+    )
+    security.add_argument(
+        "--health-details",
+        action="store_true",
+        help="/health also reports session and request counts",
+    )
+    security.add_argument(
+        "--list-personas",
+        action="store_true",
+        help="an unknown-persona error lists the persona ids the assistant knows",
+    )
+    security.add_argument(
+        "--trust-forwarded",
+        action="store_true",
+        help="take the client address from X-Forwarded-For when the request comes from a "
+        "trusted proxy (--forwarded-allow-ips, default the loopback addresses)",
+    )
+    security.add_argument(
+        "--forwarded-allow-ips",
+        metavar="ADDRS",
+        help="comma-separated proxy addresses or networks whose forwarded headers are "
+        "trusted; implies --trust-forwarded ('*' trusts any peer)",
     )
     parser.add_argument(
         "--log-file", type=Path, metavar="PATH", help="also append the service log here"
@@ -114,20 +218,24 @@ def main(argv: list[str]) -> int:
         return _INVALID_ARGUMENTS
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else _INVALID_ARGUMENTS
-    if not 0 < args.port < 65536:
-        _error(f"--port must be between 1 and 65535, got {args.port}")
-        return _INVALID_ARGUMENTS
-    if args.rate_limit <= 0 or args.rate_burst < 1 or args.max_sessions < 1:
-        _error("--rate-limit must be > 0, --rate-burst >= 1 and --max-sessions >= 1")
-        return _INVALID_ARGUMENTS
-    if not 0 < args.reply_timeout <= 3600:
-        _error(f"--reply-timeout must be between 0 and 3600 seconds, got {args.reply_timeout}")
-        return _INVALID_ARGUMENTS
-    if args.max_output_tokens is not None and args.max_output_tokens < 1:
-        _error(f"--max-output-tokens must be at least 1, got {args.max_output_tokens}")
-        return _INVALID_ARGUMENTS
+    try:
+        proxies = _trusted_proxies(args.trust_forwarded, args.forwarded_allow_ips)
+        if args.sessions_per_client > args.max_sessions:
+            raise _StartError(
+                f"--sessions-per-client ({args.sessions_per_client}) cannot exceed "
+                f"--max-sessions ({args.max_sessions})",
+                _INVALID_ARGUMENTS,
+            )
+        with _service_logging(args.log_file):
+            sock = _bind(args.host, args.port)
+            with sock:
+                return _serve(args, sock, proxies)
+    except _StartError as exc:
+        _error(str(exc))
+        return exc.exit_code
 
-    _configure_logging(args.log_file)
+
+def _serve(args: argparse.Namespace, sock: socket.socket, proxies: list[str] | None) -> int:
     from vitrine.plans.base import UsageError
     from vitrine.redact import describe_exception
     from vitrine.service.protocol import ServiceOptions
@@ -165,43 +273,151 @@ def main(argv: list[str]) -> int:
         rate_per_s=args.rate_limit,
         max_sessions=args.max_sessions,
         reply_timeout_s=args.reply_timeout,
+        docs=args.docs,
+        health_details=args.health_details,
+        list_personas=args.list_personas,
+        bind_sessions=args.bind_sessions,
+        sessions_per_client=args.sessions_per_client,
     )
     app = create_app(assistant, config)
     logging.getLogger("vitrine.service").info(
-        "serving %s on %s:%d", dict(assistant.description), args.host, args.port
+        "serving %s on %s:%d (forwarded headers trusted from: %s)",
+        dict(assistant.description),
+        args.host,
+        args.port,
+        ", ".join(proxies) if proxies else "nobody",
     )
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host=args.host,
-            port=args.port,
-            log_level="warning",
-            access_log=False,  # the app logs every request with its request id instead
-            lifespan="on",
-        )
-    )
+    server = uvicorn.Server(uvicorn_config(app, forwarded_allow_ips=proxies))
     try:
-        server.run()
+        server.run(sockets=[sock])
     except KeyboardInterrupt:
         return 0
-    except OSError as exc:  # the port is taken, the address is not ours
+    except OSError as exc:
         _error(f"the service could not start: {describe_exception(exc)}")
         return _INFRASTRUCTURE
-    # uvicorn reports a failed bind by stopping without having started.
     return 0 if server.started else _INFRASTRUCTURE
 
 
-def _configure_logging(log_file: Path | None) -> None:
+def uvicorn_config(app: Any, *, forwarded_allow_ips: list[str] | None) -> uvicorn.Config:
+    """The server settings ``vitrine serve`` runs ``app`` with.
+
+    uvicorn's own default trusts ``X-Forwarded-For`` from loopback, so a client on the same
+    host could pose as any address and dodge its rate limit; here forwarded headers count only
+    from the proxies the operator names.
+    """
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,  # the app logs every request with its request id instead
+        lifespan="on",
+        proxy_headers=forwarded_allow_ips is not None,
+        forwarded_allow_ips=forwarded_allow_ips,
+        server_header=False,
+    )
+
+
+def _trusted_proxies(trust: bool, listed: str | None) -> list[str] | None:
+    if listed is None:
+        return list(_LOOPBACK_PROXIES) if trust else None
+    entries = [entry.strip() for entry in listed.split(",") if entry.strip()]
+    if not entries:
+        raise _StartError("--forwarded-allow-ips names no address", _INVALID_ARGUMENTS)
+    for entry in entries:
+        if entry == "*":
+            continue
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise _StartError(
+                f"--forwarded-allow-ips: {entry[:60]!r} is not an IP address or network",
+                _INVALID_ARGUMENTS,
+            ) from None
+    return entries
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, or a :class:`_StartError` that says why not."""
+    if not host.strip():
+        raise _StartError("--host is empty: name an address to bind", _INVALID_ARGUMENTS)
+    where = f"{host[:80]!r} port {port}"
+    # A dotted number that is no IPv4 address would go to DNS and wait for its timeout.
+    if re.fullmatch(r"[0-9.]+", host) and not _is_ip(host):
+        raise _StartError(f"cannot listen on {where}: not an IPv4 address", _INFRASTRUCTURE)
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or "not a valid address"
+        raise _StartError(f"cannot listen on {where}: {reason}", _INFRASTRUCTURE) from None
+    family, kind, protocol, _, address = found[0]
+    sock = socket.socket(family, kind, protocol)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or "refused by the system"
+        raise _StartError(f"cannot listen on {where}: {reason}", _INFRASTRUCTURE) from None
+    return sock
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+@contextmanager
+def _service_logging(log_file: Path | None) -> Iterator[None]:
+    """Send the service log to stderr (and ``log_file``) while the command runs.
+
+    The logger is put back as it was afterwards, so running the command in-process (a test, a
+    notebook) leaves no handler on a stream that is gone and no change to propagation.
+    """
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file is not None:
-        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        handlers.append(_log_file_handler(log_file))
+    from vitrine.service import logsafe
+
     formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     logger = logging.getLogger("vitrine.service")
+    logsafe.install(logger)
+    saved = logger.level, logger.propagate
     for handler in handlers:
         handler.setFormatter(formatter)
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            logger.removeHandler(handler)
+            handler.close()
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+def _log_file_handler(path: Path) -> logging.Handler:
+    shown = repr(str(path)[:200])
+    if path.is_dir():
+        raise _StartError(f"--log-file {shown} is a directory: name a file", _INVALID_ARGUMENTS)
+    try:
+        return logging.FileHandler(path, encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError) as exc:
+        raise _StartError(
+            f"--log-file {shown} cannot be opened for appending: {exc.strerror}",
+            _INVALID_ARGUMENTS,
+        ) from None
+    except ValueError:  # a NUL in the path
+        raise _StartError(f"--log-file {shown} is not a valid path", _INVALID_ARGUMENTS) from None
+    except OSError as exc:
+        raise _StartError(
+            f"--log-file {shown} cannot be opened: {exc.strerror}", _INFRASTRUCTURE
+        ) from None
 
 
 def _error(message: str) -> None:

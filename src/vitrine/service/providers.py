@@ -6,6 +6,7 @@ running but not ready, with the reason /health reports (which names variables, n
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from vitrine.service.protocol import ServiceOptions
@@ -24,10 +25,15 @@ def provider_model(options: ServiceOptions) -> tuple[ChatModel | None, str | Non
     name = next((known for known in PROVIDERS if known == options.provider), None)
     if name is None:
         return None, f"provider {options.provider!r} is not a model service vitrine calls"
+    environ = dict(os.environ)
+    if options.max_output_tokens is not None:
+        # Through the environment reader, so the ceiling is checked against the context.
+        environ["VITRINE_SUBJECT_MAX_OUTPUT_TOKENS"] = str(options.max_output_tokens)
     config = ProviderConfig.from_env(
         name,
         model=options.model,
         local_model=options.local_model,
+        environ=environ,
     )
     state = readiness(config)
     if not state.ready:

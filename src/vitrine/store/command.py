@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from vitrine.outcomes import Verdict
+
 __all__ = ["build_parser", "main"]
 
 PROG = "vitrine runs"
@@ -54,7 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="sealed runs, newest first")
     listing.add_argument("--definition", metavar="KEY", help="only this definition key")
     listing.add_argument("--arm", help="only this arm")
-    listing.add_argument("--verdict", help="only this verdict (PASS, FAIL, WARN, PENDING)")
+    listing.add_argument(
+        "--verdict",
+        type=str.upper,
+        choices=[verdict.value for verdict in Verdict],
+        help="only this verdict (PASS, FAIL, WARN, PENDING)",
+    )
     listing.add_argument("--limit", type=_positive, default=50, help="at most N rows (50)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     unsealed = commands.add_parser("unsealed", help="unsealed runs and debris: exit 1 if any")

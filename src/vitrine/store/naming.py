@@ -12,6 +12,7 @@ from pathlib import Path
 __all__ = [
     "HOME_ENV",
     "RUN_ID_PATTERN",
+    "blocking_file",
     "new_run_id",
     "resolve_root",
     "sanitize_file_name",
@@ -34,6 +35,12 @@ def resolve_root(output: str | os.PathLike[str] | None = None) -> Path:
     if home:
         return Path(os.path.expanduser(home))  # noqa: PTH111
     return Path.cwd() / ".vitrine"
+
+
+def blocking_file(path: Path) -> Path | None:
+    """The existing non-folder at or above ``path`` that stops it being or holding a folder."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    return existing if existing is not None and not existing.is_dir() else None
 
 
 def new_run_id(now: datetime | None = None) -> str:
