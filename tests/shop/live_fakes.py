@@ -32,22 +32,52 @@ def verdicts(ids, met=None):
     }
 
 
+def _calibration_labels():
+    from vitrine_shop.evals.live.calibration import examples_for
+    from vitrine_shop.scenarios import load_scenarios
+
+    return {
+        e.answer: dict(e.labels) for s in load_scenarios().values() for e in examples_for(s, "")
+    }
+
+
+CALIBRATION_LABELS = _calibration_labels()
+
+
+def calibration_reply(messages):
+    """The labelled verdicts when the judge is shown a calibration answer, else None.
+
+    A fake judge that knows the labels passes admission, so the tests of what comes after
+    admission see an admitted judge; ``FakeJudge(calibrated=False)`` does not know them.
+    """
+    prompt = messages[-1]["content"] if isinstance(messages[-1], dict) else messages[-1].content
+    if "<<<ANSWER\n" not in (prompt or ""):
+        return None
+    answer = prompt.split("<<<ANSWER\n", 1)[1].split("\nANSWER>>>", 1)[0]
+    labels = CALIBRATION_LABELS.get(answer)
+    if labels is None:
+        return None
+    return {cid: {"met": met, "explanation": "labelled"} for cid, met in labels.items()}
+
+
 def criterion_ids(response_format):
     schema = (
         response_format["json_schema"]["schema"]
         if "json_schema" in response_format
         else (response_format)
     )
-    return schema["properties"]["verdicts"]["items"]["properties"]["criterion"]["enum"]
+    return schema["required"]
 
 
 class FakeJudge:
     """An in-process judge model; ``policy(ids) -> content`` decides each reply."""
 
-    def __init__(self, policy=None, model_id="judge-model"):
+    def __init__(self, policy=None, model_id="judge-model", *, calibrated=True):
         self.policy = policy or (lambda ids: json.dumps(verdicts(ids)))
         self._model_id = model_id
+        self.calibrated = calibrated
         self.calls = 0
+        self.calibration_calls = 0
 
     @property
     def model_id(self):
@@ -58,6 +88,10 @@ class FakeJudge:
         return Provenance.PAID
 
     async def complete(self, request):
+        labelled = calibration_reply(request.messages) if self.calibrated else None
+        if labelled is not None:
+            self.calibration_calls += 1
+            return ChatCompletion(json.dumps(labelled), usage=TokenUsage(300, 60))
         self.calls += 1
         ids = criterion_ids(dict(request.response_format.schema))
         content = self.policy(ids)
@@ -121,6 +155,11 @@ def chat_request(body) -> ChatRequest:
 
 def is_judge(request: FakeRequest) -> bool:
     fmt = (request.body or {}).get("response_format") or {}
+    if fmt.get("type") == "json_object":  # the schema rides along, without its name
+        properties = (fmt.get("schema") or {}).get("properties") or {}
+        return bool(properties) and all(
+            "met" in (p.get("properties") or {}) for p in properties.values()
+        )
     return (fmt.get("json_schema") or {}).get("name") == JUDGE_FORMAT
 
 
@@ -136,7 +175,11 @@ def scripted_reply(request: FakeRequest) -> FakeReply:
     """Answer as the healthy scripted shop model (subject or stage) or an all-met judge."""
     body = request.body
     if is_judge(request):
-        return FakeReply.structured(verdicts(criterion_ids(body["response_format"])))
+        labelled = calibration_reply(body["messages"])
+        if labelled is not None:
+            return FakeReply.structured(labelled)
+        fmt = body["response_format"]
+        return FakeReply.structured(verdicts(criterion_ids(fmt.get("schema") or fmt)))
     # The server calls this on its own event loop's thread: run the async model elsewhere.
     completion = _POOL.submit(
         asyncio.run, ScriptedShopModel().complete(chat_request(body))

@@ -51,6 +51,9 @@ async def run(tmp_path, server, spec, scenarios, repetitions=1, **env):
         provider="openai",
         output=tmp_path,
     )
+    # These tests aim faults at the subject's requests; admission (its own test below) would
+    # take the first ones.
+    env.setdefault("VITRINE_JUDGE_ADMISSION", "skip")
     options = LiveOptions(environ=live_env(server, **env))
     return await run_live_plan(spec, request, options)
 
@@ -187,3 +190,73 @@ def test_the_cli_without_configuration_calls_nothing_and_exits_4(tmp_path, monke
     assert "planned workload" in out and "4 subject trial(s)" in out
     index = json.loads((tmp_path / "live" / "live-sessions" / "index.json").read_text())
     assert index["sessions"][0]["exit_code"] == 4
+
+
+async def test_the_judge_is_admitted_over_http_before_any_subject_call(tmp_path):
+    with FakeOpenAIServer(scripted_reply) as server:
+        outcome = await run(tmp_path, server, EVAL01, (LUCA,), VITRINE_JUDGE_ADMISSION="on")
+        first_two = [is_judge(r) for r in server.requests[:2]]
+        judge_calls = sum(is_judge(r) for r in server.requests)
+    assert outcome.exit_code is ExitCode.PASS, outcome.summary
+    assert first_two == [True, True]  # the calibration set comes first
+    assert judge_calls == 3
+    admission = receipt(tmp_path)["judge_admission"]
+    assert (admission["admitted"], admission["agreed"], admission["labels"]) == (True, 8, 8)
+    leaks(tmp_path)
+
+
+def like_llama_cpp_server(request):
+    """Refuse json_schema with HTTP 500 as llama.cpp's server does; answer the rest."""
+    fmt = (request.body or {}).get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return FakeReply.error(500, "Input should be 'text' or 'json_object'")
+    if "ok" in ((fmt.get("schema") or {}).get("properties") or {}):
+        return FakeReply.structured({"ok": True})
+    return scripted_reply(request)
+
+
+async def test_a_free_server_is_probed_once_and_never_retried_into_an_unsupported_shape(tmp_path):
+    with FakeOpenAIServer(like_llama_cpp_server) as server:
+        outcome = await run(
+            tmp_path,
+            server,
+            EVAL01,
+            (LUCA,),
+            VITRINE_PROVIDER_COST="free",
+            VITRINE_PROVIDER_MAX_RETRIES="3",
+            VITRINE_JUDGE_ADMISSION="on",
+        )
+        shapes = [
+            ((r.body or {}).get("response_format") or {}).get("type") for r in server.requests
+        ]
+        streamed = {
+            ("tools" in (r.body or {}), (r.body or {}).get("stream")) for r in server.requests
+        }
+    assert outcome.exit_code is ExitCode.PASS, outcome.summary
+    assert shapes.count("json_schema") == 1  # the probe's first rung, and never again
+    assert shapes[:2] == ["json_schema", "json_object"]
+    # Streamed, so an abandoned request stops the server; tool turns are not (llama.cpp's
+    # server cannot choose a tool on a stream).
+    assert streamed == {(False, True), (True, None)}
+    doc = receipt(tmp_path)
+    assert doc["structured_output"] == {
+        "mode": "json_object",
+        "source": "probe",
+        "calls": 2,
+        "refused": [{"mode": "json_schema", "failure": "server_error"}],
+    }
+    assert doc["workload"]["paid"] is False and doc["provider"]["paid"] is False
+    assert doc["judge_admission"]["admitted"] is True
+    leaks(tmp_path)
+
+
+async def test_a_free_server_that_cannot_be_probed_ends_the_session_before_any_trial(tmp_path):
+    with FakeOpenAIServer(FakeReply.error(401, "no")) as server:
+        outcome = await run(tmp_path, server, EVAL01, (LUCA,), VITRINE_PROVIDER_COST="free")
+        assert server.request_count == 1
+    assert outcome.exit_code is ExitCode.INFRASTRUCTURE
+    doc = receipt(tmp_path)
+    assert (
+        "structured-output probe could not reach the model (authentication)" in (doc["exit_reason"])
+    )
+    assert not doc.get("trials")  # no subject call was made

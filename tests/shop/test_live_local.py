@@ -1,7 +1,7 @@
-"""End to end with a real local model: eval04 on Luca with the packaged Gemma 3 270M.
+"""End to end with a real local model: eval04 on Luca with the packaged SmolLM2-135M-Instruct.
 
 Selected with ``-m live_local`` (it needs llama-cpp-python and the model package, and takes
-minutes on two cores). The base model's answers are poor; the test pins that the session
+minutes on two cores). A 135M model's answers are poor; the test pins that the session
 reports them honestly, not that they are good. It runs the command in a subprocess so that a
 crash inside the native inference library fails this test instead of the whole session.
 """

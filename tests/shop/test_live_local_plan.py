@@ -1,8 +1,9 @@
 """One live plan end to end on the packaged local model, in every test run.
 
-eval01-agent on Luca: the real agent loop driven by Gemma 3 270M through grammar-constrained
-tool steps, then the same model as judge. The base model's answer is poor; the test pins that
-the session completes, persists a run and a receipt, and reports whatever happened honestly.
+eval01-agent on Luca: the real agent loop driven by SmolLM2-135M-Instruct through
+grammar-constrained tool steps, then the same model as judge, after its admission on the
+calibration set. A 135M model's answer is poor; the test pins that the session completes,
+persists a run and a receipt, and reports whatever happened honestly, admission included.
 """
 
 import json
@@ -50,3 +51,7 @@ def test_eval01_on_the_local_model_completes_with_an_honest_receipt(tmp_path):
     runs = list((store / "live" / "runs").iterdir())
     assert len(runs) == 1
     assert doc["usage"]["judge_calls"] <= 1
+    admission = doc["judge_admission"]
+    assert isinstance(admission["admitted"], bool) and admission["labels"] == 8
+    if not admission["admitted"]:
+        assert doc["usage"]["judge_calls"] == 0  # a refused judge judges nothing

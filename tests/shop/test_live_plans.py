@@ -276,3 +276,100 @@ async def test_every_progress_start_has_its_terminal_event(tmp_path):
         started = [key(e) for e in events if isinstance(e, start)]
         ended = [key(e) for e in events if isinstance(e, end)]
         assert started and sorted(map(str, started)) == sorted(map(str, ended))
+
+
+# -- judge admission and free providers ---------------------------------------------------------
+
+
+async def test_an_admitted_judge_is_recorded_with_its_calibration_figures(tmp_path):
+    judge = FakeJudge()
+    outcome = await run(tmp_path, EVAL01, scenarios=ALL[:1], judge=judge)
+    assert outcome.exit_code is ExitCode.PASS
+    admission = receipt(tmp_path)["judge_admission"]
+    assert admission["admitted"] is True
+    assert (admission["agreed"], admission["labels"], admission["judge_calls"]) == (8, 8, 2)
+    assert admission["wilson_95"]["lower"] > 0.5
+    assert judge.calibration_calls == 2 and judge.calls == 1
+
+
+async def test_a_judge_refused_at_admission_leaves_quality_not_measured_and_says_why(tmp_path):
+    judge = FakeJudge(calibrated=False)  # calls every answer good, the bad ones too
+    outcome = await run(tmp_path, EVAL01, scenarios=ALL[:1], judge=judge)
+    assert outcome.exit_code is ExitCode.NOT_MEASURED
+    doc = receipt(tmp_path)
+    assert doc["judge_admission"]["admitted"] is False
+    assert doc["judge_admission"]["agreed"] == 4
+    assert judge.calls == 2  # the two calibration answers only: no trial was judged
+    trial = doc["trials"][0]
+    assert trial["checks"]["quality"]["state"] == "not_measured"
+    # Every deterministic check was still measured.
+    assert trial["checks"]["screened-deliverable"]["state"] == "measured"
+    assert trial["checks"]["agent-tool-reconciliation"]["state"] == "measured"
+    assert "the judge was refused: agreement 4/8" in doc["exit_reason"]
+    assert "several billion parameters" in doc["exit_reason"]
+
+
+async def test_admission_can_be_skipped_and_the_receipt_says_the_verdicts_are_unadmitted(tmp_path):
+    judge = FakeJudge(calibrated=False)
+    options = LiveOptions(models=models(judge=judge), environ={"VITRINE_JUDGE_ADMISSION": "skip"})
+    outcome = await run_live_plan(EVAL01, request(tmp_path, "eval01-agent", ALL[:1]), options)
+    assert outcome.exit_code is ExitCode.PASS
+    admission = receipt(tmp_path)["judge_admission"]
+    assert admission["admitted"] is None and "unadmitted" in admission["reason"]
+    assert judge.calls == 1
+
+
+async def test_a_free_provider_needs_no_confirmation_and_every_record_says_free(tmp_path, capsys):
+    free = LiveModels(
+        PaidScripted(),
+        FakeJudge(),
+        {"provider": "openai", "model": "m", "judge_shares_subject": True, "paid": False},
+        {"ready": True, "reason": "ready", "paid": False},
+        False,
+    )
+    req = PlanRequest(
+        plan="eval01-agent",
+        scenarios=ALL[:1],
+        confirm_paid=False,
+        provider="openai",
+        output=tmp_path,
+        console=True,
+    )
+    outcome = await run_live_plan(EVAL01, req, LiveOptions(models=free, environ={}))
+    assert outcome.exit_code is ExitCode.PASS
+    doc = receipt(tmp_path)
+    assert doc["workload"]["paid"] is False and doc["provider"]["paid"] is False
+    printed = capsys.readouterr().out
+    assert "paid model services" not in printed
+    assert "no charge" in printed
+    assert "judge admission: at most 2 calibration judge call(s)" in printed
+
+
+async def test_an_interrupted_session_receipt_lists_the_runs_that_were_sealed(tmp_path):
+    class Stalls(PaidScripted):
+        async def complete(self, request):
+            if request.response_format is not None:  # a workflow stage: never answers
+                await asyncio.Event().wait()
+            return await super().complete(request)
+
+    task = asyncio.create_task(
+        run_live_plan(
+            EVAL03,
+            request(tmp_path, "eval03-compare", ALL[:1]),
+            LiveOptions(models=models(subject=Stalls()), environ={}),
+        )
+    )
+    for _ in range(500):
+        if list((tmp_path / "live" / "runs").glob("*/manifest.json")):
+            break
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    doc = receipt(tmp_path)
+    assert doc["exit_code"] == int(ExitCode.INFRASTRUCTURE)
+    (sealed,) = doc["sealed_runs"]
+    assert sealed["arm"] == "live-agent"
+    assert (tmp_path / "live" / sealed["run_dir"] / "manifest.json").is_file()
+    assert sealed["run_id"] in doc["exit_reason"]

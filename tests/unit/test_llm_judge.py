@@ -4,7 +4,7 @@ import pytest
 
 from vitrine import ChatCompletion, ProviderError, ProviderFailure, TokenUsage
 from vitrine.judge.base import EXPLANATION_LIMIT, Criterion
-from vitrine.judge.llm import LLMJudge, judge_schema
+from vitrine.judge.llm import JUDGE_EXPLANATION_CHARS, LLMJudge, judge_schema
 from vitrine.providers.base import Provenance
 
 CRITERIA = (
@@ -113,6 +113,41 @@ async def test_the_request_asks_for_structured_output_within_the_token_ceiling()
     assert request.max_output_tokens == 1200
     assert request.response_format is not None
     assert dict(request.response_format.schema) == judge_schema(CRITERIA)
-    items = judge_schema(CRITERIA)["properties"]["verdicts"]
-    assert items["minItems"] == items["maxItems"] == 4
-    assert items["items"]["properties"]["criterion"]["enum"] == ["a", "b", "c", "d"]
+
+
+def test_the_schema_fixes_each_criterion_in_place_with_a_bounded_explanation():
+    schema = judge_schema(CRITERIA)
+    assert list(schema["properties"]) == schema["required"] == ["a", "b", "c", "d"]
+    assert schema["additionalProperties"] is False
+    for verdict_schema in schema["properties"].values():
+        assert verdict_schema["required"] == ["met", "explanation"]
+        assert verdict_schema["properties"]["explanation"]["maxLength"] == JUDGE_EXPLANATION_CHARS
+    # Within the bound the local grammar keeps, so a small model cannot ramble.
+    assert JUDGE_EXPLANATION_CHARS <= 64
+
+
+def keyed(met=None, why="ok"):
+    met = met or {}
+    return {c.id: {"met": met.get(c.id, True), "explanation": why} for c in CRITERIA}
+
+
+async def test_a_fixed_order_reply_is_read_in_criteria_order():
+    content = json.dumps(keyed({"b": False}))
+    result = await LLMJudge(OneReply(ChatCompletion(content))).evaluate("t", "a", CRITERIA)
+    assert result.usable and result.score == 75.0
+    assert [v.met for v in result.verdicts] == [True, False, True, True]
+
+
+async def test_a_fixed_order_reply_missing_a_criterion_fails_the_evaluation():
+    rows = keyed()
+    del rows["c"]
+    result = await LLMJudge(OneReply(ChatCompletion(json.dumps(rows)))).evaluate("t", "a", CRITERIA)
+    assert result.evaluation_failed
+    assert "criteria without a verdict: c" in result.summary
+
+
+async def test_raw_control_characters_inside_an_explanation_do_not_spoil_the_verdict():
+    raw = json.dumps(keyed(why="PLACEHOLDER")).replace("PLACEHOLDER", "tab\there\nnewline")
+    assert "\t" in raw and "\n" in raw
+    result = await LLMJudge(OneReply(ChatCompletion(raw))).evaluate("t", "a", CRITERIA)
+    assert result.usable, result.summary

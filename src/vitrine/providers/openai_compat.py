@@ -19,6 +19,15 @@ What this layer adds to the SDK:
   those loggers passes each line through :func:`vitrine.redact.sanitize_text`.
 - **Honest usage.** Token counts come from the response; a cost is recorded only when the
   provider reports one in ``usage`` (some gateways do), never estimated.
+- **Servers as users run them.** Tools are always offered with ``tool_choice: "auto"`` (a
+  llama.cpp server leaves tools out of the prompt without it). Structured output climbs a
+  ladder (:data:`StructuredOutput`): ``json_schema``, else ``json_object`` carrying the
+  schema, else ``prompt`` (the schema in a system instruction, the caller validates), chosen
+  by settings or by :func:`vitrine.providers.capabilities.probe_structured_output`, never by
+  retrying an error that means "unsupported". With ``stream`` on, the reply is read as a
+  stream, so a cancelled or timed-out request closes its connection and the server stops
+  generating instead of finishing an answer nobody reads. Requests that offer tools are not
+  streamed: llama.cpp's server cannot choose a tool automatically on a stream.
 
 Provenance is whatever the configuration says: a remote endpoint is PAID, and so is a base URL
 that points at a server on this machine unless the operator declares it free (see
@@ -28,11 +37,13 @@ that points at a server on this machine unless the operator declares it free (se
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import threading
 import weakref
 from collections.abc import Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -45,15 +56,32 @@ from vitrine.providers.base import (
     ProviderFailure,
     ToolCallRequest,
 )
+from vitrine.providers.grammar import grammar_safe
 from vitrine.providers.retry import AttemptSink, RetryAfterError, RetryPolicy, call_with_retry
 from vitrine.redact import register_secret, sanitize_text
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["OpenAICompatibleModel", "TokenLimitParameter"]
+__all__ = [
+    "STRUCTURED_OUTPUT_MODES",
+    "OpenAICompatibleModel",
+    "StructuredOutput",
+    "TokenLimitParameter",
+    "hosts",
+    "map_sdk_error",
+    "schema_instruction",
+    "scrub_sdk_logs",
+]
 
 TokenLimitParameter = Literal["max_tokens", "max_completion_tokens"]
+# How a request asks for structured output, from the most to the least supported by servers.
+StructuredOutput = Literal["json_schema", "json_object", "prompt"]
+STRUCTURED_OUTPUT_MODES: tuple[StructuredOutput, ...] = ("json_schema", "json_object", "prompt")
+_SCHEMA_INSTRUCTION = (
+    "Reply with one JSON object only, no other text. It must validate against this JSON "
+    "schema:\n{schema}"
+)
 
 # Provider error codes that are safe and useful to keep: fixed identifiers, never free text.
 _SAFE_ERROR_CODES = frozenset(
@@ -70,7 +98,9 @@ _SAFE_ERROR_CODES = frozenset(
         "timeout",
     }
 )
-_LOGGER_PREFIXES = ("openai", "httpx", "httpcore")
+_LOGGER_PREFIXES = ("openai", "anthropic", "httpx", "httpcore")
+# String-length bounds that OpenAI's strict mode refuses; such a schema is sent unstrict.
+_STRICT_UNSUPPORTED = frozenset({"minLength", "maxLength"})
 # The SDK's own timeout covers each network phase separately; a server that trickles bytes can
 # keep a request alive far longer. This outer deadline bounds the whole request.
 _DEADLINE_GRACE_S = 1.0
@@ -104,6 +134,8 @@ class OpenAICompatibleModel:
         max_output_tokens: int | None = None,
         token_limit_parameter: TokenLimitParameter = "max_completion_tokens",
         on_attempt: AttemptSink | None = None,
+        structured_output: StructuredOutput = "json_schema",
+        stream: bool = False,
     ) -> None:
         if not model:
             raise ValueError("an OpenAI-compatible model needs a model or deployment name")
@@ -113,7 +145,12 @@ class OpenAICompatibleModel:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError(f"max_output_tokens must be at least 1, got {max_output_tokens}")
-        for secret in (api_key, base_url, azure_endpoint, *_hosts(base_url, azure_endpoint)):
+        if structured_output not in STRUCTURED_OUTPUT_MODES:
+            raise ValueError(
+                f"structured_output must be one of {STRUCTURED_OUTPUT_MODES}, "
+                f"got {structured_output!r}"
+            )
+        for secret in (api_key, base_url, azure_endpoint, *hosts(base_url, azure_endpoint)):
             register_secret(secret)
         self._model = model
         self._api_key = api_key
@@ -126,6 +163,8 @@ class OpenAICompatibleModel:
         self._ceiling = max_output_tokens
         self._token_parameter = token_limit_parameter
         self._on_attempt = on_attempt
+        self.structured_output: StructuredOutput = structured_output
+        self.stream = stream
         self._lock = threading.Lock()
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
             weakref.WeakKeyDictionary()
@@ -148,11 +187,24 @@ class OpenAICompatibleModel:
     def max_output_tokens(self) -> int | None:
         return self._ceiling
 
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return self._retry
+
     async def complete(self, request: ChatRequest) -> ChatCompletion:
-        arguments = self._arguments(request)
+        return await self.complete_with(request, self._retry)
+
+    async def complete_with(
+        self,
+        request: ChatRequest,
+        retry: RetryPolicy,
+        structured_output: StructuredOutput | None = None,
+    ) -> ChatCompletion:
+        """One logical call under ``retry`` and, if given, another structured-output mode."""
+        arguments = self._arguments(request, structured_output or self.structured_output)
         return await call_with_retry(
             lambda: self._attempt(arguments),
-            self._retry,
+            retry,
             model_id=self.model_id,
             purpose=request.purpose,
             on_attempt=self._on_attempt,
@@ -169,6 +221,10 @@ class OpenAICompatibleModel:
     # -- one attempt -------------------------------------------------------------------------
 
     async def _attempt(self, arguments: Mapping[str, Any]) -> ChatCompletion:
+        # A request that offers tools is not streamed: llama.cpp's server refuses automatic
+        # tool choice on a stream ("not supported") and answers a text turn there empty.
+        if self.stream and "tools" not in arguments:
+            return await self._streamed_attempt(arguments)
         client = self._client()
         mapped: ProviderError | None = None
         try:
@@ -194,6 +250,42 @@ class OpenAICompatibleModel:
             # raw provider message) is not attached as __context__.
             raise mapped
         return _completion(body)
+
+    async def _streamed_attempt(self, arguments: Mapping[str, Any]) -> ChatCompletion:
+        from openai import AsyncStream
+
+        client = self._client()
+        mapped: ProviderError | None = None
+        chunks = _ChunkAssembler()
+        stream: AsyncStream[object] | None = None
+        try:
+            async with asyncio.timeout(self._timeout_s + _DEADLINE_GRACE_S):
+                stream = await client.post(
+                    "/chat/completions",
+                    body={
+                        **arguments,
+                        "stream": True,
+                        "stream_options": {"include_usage": True},
+                    },
+                    cast_to=object,
+                    options={"timeout": self._timeout_s},
+                    stream=True,
+                    stream_cls=AsyncStream[object],
+                )
+                async for chunk in stream:
+                    chunks.add(chunk)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            mapped = _map_error(exc)
+        finally:
+            if stream is not None:
+                # Closing the response drops the connection: the server sees the client gone
+                # and stops generating, which a non-streamed request cannot make it do.
+                await asyncio.shield(stream.close())
+        if mapped is not None:
+            raise mapped
+        return _completion(chunks.body())
 
     def _client(self) -> AsyncOpenAI:
         loop = asyncio.get_running_loop()
@@ -224,33 +316,123 @@ class OpenAICompatibleModel:
                 timeout=self._timeout_s,
             )
         # After the client exists: its HTTP stack creates some of its loggers on import.
-        _scrub_sdk_logs()
+        scrub_sdk_logs()
         return client
 
-    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+    def _arguments(self, request: ChatRequest, mode: StructuredOutput) -> dict[str, Any]:
         limit = request.max_output_tokens
         if self._ceiling is not None:
             limit = min(limit, self._ceiling)
-        arguments: dict[str, Any] = {
-            "model": self._model,
-            "messages": [message.to_openai() for message in request.messages],
-            self._token_parameter: limit,
-        }
+        messages = [message.to_openai() for message in request.messages]
+        if self._provenance is Provenance.LOCAL:
+            # llama.cpp's server refuses an assistant turn whose content is null, which is how
+            # a turn with only tool calls is written; an empty string means the same.
+            for message in messages:
+                if message["role"] == "assistant" and message["content"] is None:
+                    message["content"] = ""
+        arguments: dict[str, Any] = {"model": self._model, self._token_parameter: limit}
         if request.tools:
-            arguments["tools"] = [tool.to_openai() for tool in request.tools]
+            tools = [tool.to_openai() for tool in request.tools]
+            if self._provenance is Provenance.LOCAL:
+                # A server on this machine (llama.cpp's, say) compiles each tool's parameters
+                # into a grammar, and a regex such as GLX-\d{4} makes it fail (the request is
+                # dropped); the tools still validate every argument they receive.
+                for tool in tools:
+                    tool["function"]["parameters"] = grammar_safe(tool["function"]["parameters"])
+            arguments["tools"] = tools
+            # Some servers (llama.cpp's) leave the tools out of the prompt unless asked.
+            arguments["tool_choice"] = "auto"
         if request.response_format is not None:
             response_format = request.response_format.to_openai()
             schema = response_format["json_schema"]["schema"]
-            # Strict mode rejects a schema with optional properties or open objects outright
-            # (HTTP 400); such a schema is still sent, as guidance, without the strict flag.
-            response_format["json_schema"]["strict"] = _strict_ready(schema)
-            arguments["response_format"] = response_format
+            if mode == "json_schema":
+                # Strict mode rejects a schema with optional properties or open objects
+                # outright (HTTP 400); such a schema is still sent, as guidance, unstrict.
+                response_format["json_schema"]["strict"] = _strict_ready(schema)
+                arguments["response_format"] = response_format
+            else:
+                messages.insert(0, schema_instruction(schema))
+                if mode == "json_object":
+                    # The schema rides along: llama.cpp's server turns it into a grammar,
+                    # others ignore it and still return a JSON object.
+                    arguments["response_format"] = {
+                        "type": "json_object",
+                        "schema": grammar_safe(schema),
+                    }
+        arguments["messages"] = messages
         if request.temperature is not None:
             arguments["temperature"] = request.temperature
         return arguments
 
 
+def schema_instruction(schema: Any) -> dict[str, Any]:
+    """A system message asking for one JSON object that validates against ``schema``."""
+    text = _SCHEMA_INSTRUCTION.format(schema=json.dumps(schema, separators=(",", ":")))
+    return {"role": "system", "content": text}
+
+
 # -- responses --------------------------------------------------------------------------------
+
+
+class _ChunkAssembler:
+    """Rebuilds one chat-completion body from streamed chunks (content and tool-call deltas)."""
+
+    def __init__(self) -> None:
+        self._content: list[str] = []
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._finish: str | None = None
+        self._usage: Any = None
+        self._model = ""
+        self._refusal = False
+
+    def add(self, chunk: Any) -> None:
+        if not isinstance(chunk, Mapping):
+            return
+        self._model = str(chunk.get("model") or self._model)
+        if isinstance(chunk.get("usage"), Mapping):
+            self._usage = chunk["usage"]
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            return
+        choice = choices[0]
+        self._finish = str(choice.get("finish_reason") or self._finish or "") or None
+        delta = choice.get("delta")
+        if not isinstance(delta, Mapping):
+            return
+        if isinstance(delta.get("content"), str):
+            self._content.append(delta["content"])
+        self._refusal = self._refusal or bool(delta.get("refusal"))
+        for position, call in enumerate(delta.get("tool_calls") or ()):
+            if isinstance(call, Mapping):
+                self._add_call(call, position)
+
+    def _add_call(self, call: Mapping[str, Any], position: int) -> None:
+        index = call.get("index")
+        slot = self._calls.setdefault(
+            index if isinstance(index, int) else position,
+            {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+        )
+        if call.get("id"):
+            slot["id"] = call["id"]
+        function = call.get("function")
+        if isinstance(function, Mapping):
+            for key in ("name", "arguments"):
+                if isinstance(function.get(key), str):
+                    slot["function"][key] += function[key]
+
+    def body(self) -> dict[str, Any]:
+        # A stream that finished without a content delta said nothing, which a non-streamed
+        # reply reports as "" (llama.cpp's server does this when a model opts out of tools).
+        finished = self._finish is not None and not self._calls and not self._refusal
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self._content) if self._content or finished else None,
+            "refusal": self._refusal or None,
+        }
+        if self._calls:
+            message["tool_calls"] = [self._calls[i] for i in sorted(self._calls)]
+        choice = {"index": 0, "message": message, "finish_reason": self._finish or "stop"}
+        return {"model": self._model, "choices": [choice], "usage": self._usage}
 
 
 def _completion(body: Any) -> ChatCompletion:
@@ -319,6 +501,8 @@ def _strict_ready(schema: Any) -> bool:
         return all(_strict_ready(item) for item in schema)
     if not isinstance(schema, dict):
         return True
+    if _STRICT_UNSUPPORTED & set(schema):
+        return False
     properties = schema.get("properties")
     if schema.get("type") == "object" or isinstance(properties, dict):
         if schema.get("additionalProperties") is not False:
@@ -332,15 +516,20 @@ def _strict_ready(schema: Any) -> bool:
 
 
 def _map_error(exc: Exception) -> ProviderError:
-    """The typed, sanitized account of an SDK exception. Never reads the exception's message."""
     import openai
 
+    return map_sdk_error(exc, openai)
+
+
+def map_sdk_error(exc: Exception, sdk: ModuleType) -> ProviderError:
+    """The typed, sanitized account of an exception from ``sdk`` (the ``openai`` or the
+    ``anthropic`` package, which share their exception names). Never reads its message."""
     name = type(exc).__name__
-    if isinstance(exc, TimeoutError | openai.APITimeoutError):
+    if isinstance(exc, TimeoutError | sdk.APITimeoutError):
         return ProviderError(ProviderFailure.TIMEOUT, f"no response within the timeout ({name})")
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, sdk.APIConnectionError):
         return ProviderError(ProviderFailure.UNAVAILABLE, f"could not reach the endpoint ({name})")
-    if isinstance(exc, openai.APIStatusError):
+    if isinstance(exc, sdk.APIStatusError):
         status = int(exc.status_code)
         detail = f"HTTP {status} ({name}{_safe_code(exc)})"
         failure = _failure_for_status(status)
@@ -348,7 +537,7 @@ def _map_error(exc: Exception) -> ProviderError:
         if advice is not None and failure.retryable:
             return RetryAfterError(failure, detail, retry_after_s=advice)
         return ProviderError(failure, detail)
-    if isinstance(exc, openai.APIResponseValidationError | ValueError):
+    if isinstance(exc, sdk.APIResponseValidationError | ValueError):
         # ValueError covers a body that is not JSON at all (json.JSONDecodeError).
         return ProviderError(ProviderFailure.BAD_RESPONSE, f"malformed response body ({name})")
     # Anything else from inside the SDK (a body it could not decode, say) is still a failure of
@@ -388,7 +577,8 @@ def _retry_after_s(exc: Any) -> float | None:
     return None
 
 
-def _hosts(*urls: str | None) -> list[str]:
+def hosts(*urls: str | None) -> list[str]:
+    """The netlocs and host names of ``urls``, to be registered as secrets."""
     found: list[str] = []
     for url in urls:
         if url:
@@ -401,15 +591,26 @@ class _ScrubFilter(logging.Filter):
     """Rewrites a log record's message through ``sanitize_text`` before any handler sees it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = sanitize_text(record.getMessage(), limit=2000)
+        message = record.getMessage()
+        if record.exc_info or record.exc_text:
+            # SDKs log status errors with exc_info; the formatted traceback quotes the request
+            # URL, so it is scrubbed with the message instead of being formatted later.
+            if not record.exc_text and record.exc_info:
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            message = f"{message}\n{record.exc_text}"
+            record.exc_info = None
+            record.exc_text = None
+        record.msg = sanitize_text(message, limit=2000)
         record.args = None
+        record.stack_info = None
         return True
 
 
 _SCRUB = _ScrubFilter()
 
 
-def _scrub_sdk_logs() -> None:
+def scrub_sdk_logs() -> None:
+    """Put the scrubbing filter on every logger of the model SDKs and their HTTP stack."""
     # Filters on a logger apply only to records created on that very logger, not to those of
     # its children, so every existing logger of the SDK and its HTTP stack gets one.
     names = [

@@ -33,6 +33,12 @@ Faults a reply can inject: any HTTP status with any body (``FakeReply.error``,
 ``FakeReply.raw``), latency before the reply (``delay_s``), a connection dropped without a
 reply (``FakeReply.dropped``), tool calls whose argument text is not JSON, and usage numbers.
 
+A request with ``"stream": true`` is answered as server-sent events, the way OpenAI streams:
+the content in ``stream_chunks`` pieces (``chunk_delay_s`` apart), tool calls as deltas, a
+finishing chunk, a usage chunk, then ``[DONE]``. A client that goes away mid-stream is counted
+in :attr:`FakeOpenAIServer.abandoned_streams`, so a test can see that a cancelled or
+timed-out request really closed its connection.
+
 The server runs its own event loop on a background thread, so it serves synchronous and
 asynchronous tests alike, and many slow requests at once: a delayed reply sleeps on that loop
 without holding up other connections. Counters are guarded by a lock.
@@ -113,8 +119,12 @@ class FakeReply:
     delay_s: float = 0.0
     drop: bool = False
     extra_usage: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    stream_chunks: int = 4
+    chunk_delay_s: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.stream_chunks < 1 or self.chunk_delay_s < 0:
+            raise ValueError("stream_chunks must be at least 1 and chunk_delay_s not negative")
         if self.delay_s < 0:
             raise ValueError(f"delay_s cannot be negative, got {self.delay_s}")
         if not 100 <= self.status <= 599:
@@ -239,6 +249,7 @@ class FakeOpenAIServer:
         self._in_flight = 0
         self._max_in_flight = 0
         self._dropped = 0
+        self._abandoned = 0
         self._script_errors: list[str] = []
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -297,6 +308,12 @@ class FakeOpenAIServer:
             return self._max_in_flight
 
     @property
+    def abandoned_streams(self) -> int:
+        """Streams the client closed before the last event was sent."""
+        with self._lock:
+            return self._abandoned
+
+    @property
     def dropped_connections(self) -> int:
         with self._lock:
             return self._dropped
@@ -313,6 +330,7 @@ class FakeOpenAIServer:
             self._requests.clear()
             self._max_in_flight = self._in_flight
             self._dropped = 0
+            self._abandoned = 0
             self._script_errors.clear()
 
     # -- addresses ---------------------------------------------------------------------------
@@ -464,6 +482,8 @@ class FakeOpenAIServer:
                 writer.transport.abort()
                 return False
             status, payload, extra = self._response(request, reply)
+            if status == 200 and reply.body is None and _wants_stream(request):
+                return await self._stream(writer, payload, reply)
             await self._send(writer, status, payload, extra, keep_alive=keep_alive)
         finally:
             with self._lock:
@@ -515,8 +535,12 @@ class FakeOpenAIServer:
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
         return request
 
+    def _accepts(self, request: FakeRequest) -> bool:
+        """Whether the request is for the API this server fakes (others get a 404)."""
+        return request.is_chat_completion
+
     def _reply_for(self, request: FakeRequest) -> FakeReply:
-        if not request.is_chat_completion:
+        if not self._accepts(request):
             return FakeReply.error(404, f"no route for {request.method} {request.path}")
         with self._lock:
             responder = self._responder
@@ -562,6 +586,30 @@ class FakeOpenAIServer:
             }
         return 200, completion, reply.headers
 
+    async def _stream(
+        self, writer: asyncio.StreamWriter, completion: Mapping[str, Any], reply: FakeReply
+    ) -> bool:
+        """Send ``completion`` as server-sent events; False, as the connection then closes."""
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            "Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+        )
+        try:
+            writer.write(head.encode("latin-1"))
+            for event in _stream_events(completion, reply.stream_chunks):
+                if reply.chunk_delay_s:
+                    await asyncio.sleep(reply.chunk_delay_s)
+                if writer.is_closing():
+                    raise ConnectionResetError
+                writer.write(f"data: {event}\n\n".encode())
+                await writer.drain()
+        except (ConnectionError, OSError):
+            with self._lock:
+                self._abandoned += 1
+            return False
+        writer.close()
+        return False
+
     @staticmethod
     async def _send(
         writer: asyncio.StreamWriter,
@@ -592,3 +640,39 @@ class FakeOpenAIServer:
         ]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
         await writer.drain()
+
+
+def _wants_stream(request: FakeRequest) -> bool:
+    return isinstance(request.body, Mapping) and request.body.get("stream") is True
+
+
+def _stream_events(completion: Mapping[str, Any], pieces: int) -> list[str]:
+    """A completion as OpenAI's chunk sequence, ending with usage and ``[DONE]``."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    base = {k: completion[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        body = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return json.dumps(body, ensure_ascii=False)
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    content = message.get("content") or ""
+    size = max(1, -(-len(content) // pieces))
+    events.extend(chunk({"content": content[i : i + size]}) for i in range(0, len(content), size))
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        function = call["function"]
+        head = {"index": index, "id": call["id"], "type": "function"}
+        events.append(chunk({"tool_calls": [{**head, "function": {"name": function["name"]}}]}))
+        arguments = function["arguments"]
+        half = len(arguments) // 2
+        for part in (arguments[:half], arguments[half:]):
+            events.append(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            )
+    events.append(chunk({}, choice["finish_reason"]))
+    if "usage" in completion:
+        events.append(json.dumps({**base, "choices": [], "usage": completion["usage"]}))
+    events.append("[DONE]")
+    return events

@@ -37,7 +37,11 @@ LOCAL_AGENT_BUDGET = AgentBudget(tool_call_budget=6, max_turns=6)
 
 
 def _options(request: PlanRequest) -> LiveOptions:
-    return LiveOptions(agent_budget=LOCAL_AGENT_BUDGET if request.provider == "local" else None)
+    from vitrine.providers.config import provider_is_free
+
+    # A free provider is a model on this machine (in process or behind a local server).
+    free = provider_is_free(request.provider)
+    return LiveOptions(agent_budget=LOCAL_AGENT_BUDGET if free else None)
 
 
 async def eval01_agent(request: PlanRequest) -> PlanOutcome:

@@ -3,13 +3,18 @@
 Order matters and is the contract: the paid guard and the workload preview come before
 anything is called; readiness is checked before the first subject call, and an unready
 provider ends the session with an infrastructure receipt (exit 4) and no substitute result;
-each arm x repetition is one standard runner call into one run directory; the receipt is
-built from the sealed runs and written last, whatever happened before it.
+after readiness (and so after any confirmation) a free OpenAI-compatible server is probed
+once for the structured output it accepts, and the judge must pass admission on the
+calibration set before its verdicts count (a refused judge leaves quality not measured, with
+the figures in the receipt); each arm x repetition is one standard runner call into one run
+directory; the receipt is built from the sealed runs and written last, whatever happened
+before it, and an interrupted session's receipt lists the runs that were sealed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
 import time
@@ -19,10 +24,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vitrine import ChatModel, ExitCode, PlanOutcome, PlanRequest, RunResult, UsageError
+from vitrine import (
+    ChatModel,
+    ExitCode,
+    PlanOutcome,
+    PlanRequest,
+    ProviderError,
+    RunResult,
+    UsageError,
+)
 from vitrine.bench.runner import run_benchmark
 from vitrine.bench.score import BenchmarkScore, RepCollapse
 from vitrine.gates import decide
+from vitrine.judge.admission import JudgeAdmission, RefusedJudge, admit_judge
+from vitrine.judge.base import Judge
 from vitrine.judge.llm import DEFAULT_JUDGE_MAX_OUTPUT_TOKENS, LLMJudge
 from vitrine.plans.workload import WorkloadPreview, require_paid_confirmation
 from vitrine.progress import NodeStatus, SuiteNode, Timeline
@@ -31,7 +46,13 @@ from vitrine.reports.sections import benchmark_section
 from vitrine.stats import wilson_interval
 from vitrine.store import RunStore
 from vitrine.store.receipts import ReceiptStore, new_session_id
-from vitrine_shop.evals.live.definition import LiveBindings, live_definition, resolve_threshold
+from vitrine_shop.evals.live.calibration import examples_for
+from vitrine_shop.evals.live.definition import (
+    LiveBindings,
+    judge_input,
+    live_definition,
+    resolve_threshold,
+)
 from vitrine_shop.evals.live.facts import TrialFacts, personas_of, trial_facts, trial_receipt
 
 if TYPE_CHECKING:
@@ -56,8 +77,12 @@ __all__ = [
 
 SUBJECT_MAX_OUTPUT_TOKENS = 4000
 WHOLE_TRIAL_FLOOR = 0.50
+ADMISSION_ENV = "VITRINE_JUDGE_ADMISSION"
+_ADMISSION_CALLS_PER_SCENARIO = 2  # one answer meeting every criterion, one missing all
 LIVE_DIR = "live"
 _ARCH_ARMS = {"agent": AGENT_ARM, "workflow": WORKFLOW_ARM}
+# The subject's provider configuration and the judge's, None when the judge shares it.
+_Configs = tuple["ProviderConfig", "ProviderConfig | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +121,8 @@ class LiveOptions:
     agent_budget: AgentBudget | None = None
     environ: Mapping[str, str] | None = None
     models: LiveModels | None = None  # injected models skip provider configuration
+    # None: on, unless $VITRINE_JUDGE_ADMISSION is "skip" (verdicts are then unadmitted).
+    judge_admission: bool | None = None
 
 
 @dataclass
@@ -110,6 +137,7 @@ class _Session:
     preview: WorkloadPreview
     timeline: Timeline
     document: dict[str, Any] = field(default_factory=dict)
+    runs: list[RunResult] = field(default_factory=list)
 
 
 async def run_live_plan(
@@ -117,18 +145,23 @@ async def run_live_plan(
 ) -> PlanOutcome:
     options = options or LiveOptions()
     environ = options.environ if options.environ is not None else os.environ
+    # Reading the configuration calls nothing; it says whether the provider is free.
+    configs = None if options.models is not None else _read_configs(request, environ)
+    paid = options.models.paid if options.models is not None else _paid(configs)
     # Defence in depth: the command line refuses an unconfirmed paid run, and so does the
-    # plan itself, before it reads any configuration.
-    require_paid_confirmation(request, paid=request.provider != "local")
+    # plan itself, before anything is called.
+    require_paid_confirmation(request, paid=paid)
     threshold = resolve_threshold(options.quality_threshold, environ)
     scenarios = request.scenarios
     if not scenarios:
         raise UsageError(f"{spec.name} needs at least one scenario")
-    config = None if options.models is not None else _read_config(request, environ)
     ceilings = (
         (options.subject_max_output_tokens, options.judge_max_output_tokens)
-        if config is None
-        else (config.subject_max_output_tokens, config.judge_max_output_tokens)
+        if configs is None
+        else (
+            configs[0].subject_max_output_tokens,
+            (configs[1] or configs[0]).judge_max_output_tokens,
+        )
     )
     preview = WorkloadPreview(
         spec.name,
@@ -137,12 +170,14 @@ async def run_live_plan(
         request.repetitions,
         subject_max_output_tokens=ceilings[0],
         judge_max_output_tokens=ceilings[1],
-        paid=request.provider != "local",
+        paid=paid,
     )
     sink = _sink(request)
     nodes = [
         SuiteNode("session", "terminal", "live session"),
         SuiteNode("readiness", "gate", "provider readiness"),
+        SuiteNode("capabilities", "gate", "structured-output probe"),
+        SuiteNode("admission", "gate", "judge admission"),
         *(
             SuiteNode(f"run:{arm}:{rep}", "predicate", f"{arm} repetition {rep}")
             for arm in spec.arm_ids
@@ -172,12 +207,23 @@ async def run_live_plan(
     if request.console:
         for line in preview.lines():
             sys.stdout.write(line + "\n")
+        sys.stdout.write(
+            f"  judge admission: at most {_ADMISSION_CALLS_PER_SCENARIO * len(scenarios)} "
+            "calibration judge call(s) before the first trial\n"
+        )
         sys.stdout.flush()
     session.timeline.start("session")
     try:
-        return await _execute(session, options, config, sink)
+        return await _execute(session, options, configs, sink)
     except asyncio.CancelledError:
-        _persist(session, ExitCode.INFRASTRUCTURE, "cancelled: the session is incomplete")
+        sealed = ", ".join(r.run_id for r in session.runs) or "none"
+        session.document["sealed_runs"] = [_sealed(session, run) for run in session.runs]
+        _persist(
+            session,
+            ExitCode.INFRASTRUCTURE,
+            f"cancelled: the session is incomplete (sealed runs: {sealed})",
+            runs=session.runs,
+        )
         raise
     except UsageError:
         raise
@@ -195,16 +241,17 @@ async def run_live_plan(
 async def _execute(
     session: _Session,
     options: LiveOptions,
-    config: ProviderConfig | None,
+    configs: _Configs | None,
     sink: Callable[[object], None] | None,
 ) -> PlanOutcome:
     timeline = session.timeline
     timeline.start("readiness")
     models = options.models
+    config = None if configs is None else configs[0]
     if models is None:
-        if config is None:
+        if configs is None:
             raise RuntimeError("neither models nor a provider configuration were given")
-        models, problem = _models(config)
+        models, problem = _models(*configs)
         if models is None:
             timeline.end("readiness", NodeStatus.FAILED, problem["reason"])
             session.document["readiness"] = problem
@@ -220,8 +267,13 @@ async def _execute(
     session.document["provider"] = _provider_facts(models.description)
     session.document["judge_relation"] = _judge_relation(models.description)
 
+    unprobed = await _settle_structured_output(session, models, config)
+    if unprobed is not None:
+        return _persist(session, ExitCode.INFRASTRUCTURE, unprobed)
     judge_ceiling = session.preview.judge_max_output_tokens
-    judge = LLMJudge(models.judge, max_output_tokens=judge_ceiling)
+    judge = await _admitted_judge(
+        session, LLMJudge(models.judge, max_output_tokens=judge_ceiling), options
+    )
     definition = live_definition(
         session.request.scenarios,
         judge,
@@ -240,7 +292,7 @@ async def _execute(
         AGENT_ARM: live_agent_arm(models.subject, budget=options.agent_budget),
         WORKFLOW_ARM: live_workflow_arm(models.subject),
     }
-    runs: list[RunResult] = []
+    runs = session.runs
     for arm_id in session.spec.arm_ids:
         for repetition in range(1, session.request.repetitions + 1):
             node = f"run:{arm_id}:{repetition}"
@@ -278,8 +330,126 @@ async def _execute(
         session.document["whole_trial"] = whole
     session.document["usage"] = _usage_totals(session.document["trials"])
     code, reason = _verdict(facts_only, whole)
+    admission = session.document.get("judge_admission") or {}
+    if admission.get("admitted") is False:
+        reason = f"{reason}; quality not measured because the judge was {admission['reason']}"
     timeline.end("scoring", detail=f"exit {int(code)}")
     return _persist(session, code, reason, runs=runs)
+
+
+def _sealed(session: _Session, run: RunResult) -> dict[str, Any]:
+    """A run sealed before the session was interrupted: its id and relative directory."""
+    where = None
+    if run.run_dir:
+        try:
+            where = Path(run.run_dir).resolve().relative_to(session.root.resolve()).as_posix()
+        except ValueError:
+            where = None  # outside the session root: not a path a receipt may hold
+    return {"run_id": run.run_id, "arm": run.arm_id, "run_dir": where}
+
+
+def _paid(configs: _Configs | None) -> bool:
+    return configs is None or any(c.paid for c in configs if c is not None)
+
+
+def _pass_over(timeline: Timeline, node: str, why: str) -> None:
+    # Started and ended, not merely skipped: every step a session reaches has both events.
+    timeline.start(node)
+    timeline.end(node, NodeStatus.SKIPPED, why)
+
+
+async def _settle_structured_output(
+    session: _Session, models: LiveModels, config: ProviderConfig | None
+) -> str | None:
+    """Probe a free OpenAI-compatible server once for the structured output it accepts.
+
+    Only when the configuration asks for it (the default for a free endpoint); the mode found
+    is set on the subject and, when it shares the endpoint, on the judge model too. Returns
+    why the session cannot go on when the server could not be asked at all, else None.
+    """
+    from vitrine.providers.capabilities import probe_structured_output
+    from vitrine.providers.openai_compat import OpenAICompatibleModel
+
+    subject = models.subject
+    if (
+        config is None
+        or config.structured_output != "probe"
+        or not isinstance(subject, OpenAICompatibleModel)
+    ):
+        _pass_over(session.timeline, "capabilities", "no probe: the mode is configured")
+        return None
+    session.timeline.start("capabilities")
+    try:
+        probe = await probe_structured_output(subject)
+    except ProviderError as exc:
+        # The category only; the probe's own error says nothing about a request shape.
+        why = f"the structured-output probe could not reach the model ({exc.failure.value})"
+        session.timeline.end("capabilities", NodeStatus.FAILED, why)
+        session.document["structured_output"] = {"mode": None, "failure": exc.failure.value}
+        return f"{why}; no subject or judge call was made"
+    if isinstance(models.judge, OpenAICompatibleModel):
+        models.judge.structured_output = probe.mode
+    session.document["structured_output"] = probe.to_dict()
+    session.timeline.end("capabilities", detail=f"structured output: {probe.mode}")
+    return None
+
+
+async def _admitted_judge(session: _Session, judge: LLMJudge, options: LiveOptions) -> Judge:
+    """The judge whose verdicts may count: ``judge`` if it passes admission, else a refusal."""
+    environ = options.environ if options.environ is not None else os.environ
+    enabled = options.judge_admission
+    if enabled is None:
+        enabled = (environ.get(ADMISSION_ENV) or "").strip().lower() != "skip"
+    if not enabled:
+        session.document["judge_admission"] = {
+            "admitted": None,
+            "reason": f"admission skipped ({ADMISSION_ENV}=skip): the verdicts are unadmitted",
+        }
+        _pass_over(session.timeline, "admission", session.document["judge_admission"]["reason"])
+        return judge
+    from vitrine_shop.scenarios import load_scenarios
+
+    registry = load_scenarios()
+    examples = [
+        example
+        for scenario_id in session.request.scenarios
+        for example in examples_for(registry[scenario_id], judge_input(registry[scenario_id]))
+    ]
+    session.timeline.start("admission")
+    admission: JudgeAdmission = await admit_judge(judge, examples)
+    session.document["judge_admission"] = admission.to_dict()
+    session.timeline.end(
+        "admission",
+        NodeStatus.COMPLETED if admission.admitted else NodeStatus.FAILED,
+        admission.reason,
+    )
+    if session.request.console:
+        sys.stdout.write(f"judge admission: {admission.reason}\n")
+        sys.stdout.flush()
+    return judge if admission.admitted else RefusedJudge(admission)
+
+
+def _read_configs(request: PlanRequest, environ: Mapping[str, str]) -> _Configs:
+    """The subject's configuration and, when the judge is configured apart, the judge's."""
+    from vitrine.providers.config import ProviderConfig
+
+    subject = _read_config(request, environ)
+    if request.judge_provider is None and request.judge_model is None:
+        return subject, None
+    provider = request.judge_provider or subject.provider
+    name = request.judge_model
+    if provider != "openai":
+        # The free declaration is about OPENAI_BASE_URL; it says nothing about another service.
+        environ = {k: v for k, v in environ.items() if k != "VITRINE_PROVIDER_COST"}
+    judge = ProviderConfig.from_env(
+        provider,
+        model=name if provider != "local" else None,
+        local_model=name if provider == "local" else None,
+        environ=environ,
+    )
+    if name is not None and provider != "local":
+        judge = dataclasses.replace(judge, judge_model=name)
+    return subject, judge
 
 
 def _read_config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderConfig:
@@ -298,23 +468,29 @@ def _read_config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderCo
     )
 
 
-def _models(config: ProviderConfig) -> tuple[LiveModels | None, dict[str, Any]]:
+def _models(
+    config: ProviderConfig, judge_config: ProviderConfig | None = None
+) -> tuple[LiveModels | None, dict[str, Any]]:
     """Readiness (no network call), then the subject and judge models; None with why if unready."""
     from vitrine.providers.config import create_chat_model, readiness
 
     ready = readiness(config)
+    judge_ready = readiness(judge_config) if judge_config is not None else ready
+    paid = ready.paid or judge_ready.paid
     facts: dict[str, Any] = {
-        "ready": ready.ready,
-        "reason": ready.reason,
-        "paid": ready.paid,
+        "ready": ready.ready and judge_ready.ready,
+        "reason": ready.reason
+        if judge_config is None
+        else f"subject: {ready.reason}; judge: {judge_ready.reason}",
+        "paid": paid,
         "provenance": ready.provenance.value,
-        "missing": list(ready.missing),
+        "missing": [*ready.missing, *(() if judge_config is None else judge_ready.missing)],
     }
-    if not ready.ready:
+    if not facts["ready"]:
         return None, facts
     try:
         subject = create_chat_model(config, role="subject")
-        judge = create_chat_model(config, role="judge")
+        judge = create_chat_model(judge_config or config, role="judge")
     except Exception as exc:
         # The category only: a setup error's text may echo a configured value.
         return None, {
@@ -322,7 +498,16 @@ def _models(config: ProviderConfig) -> tuple[LiveModels | None, dict[str, Any]]:
             "ready": False,
             "reason": f"model setup failed ({type(exc).__name__})",
         }
-    return LiveModels(subject, judge, config.describe(), facts, ready.paid), facts
+    description = dict(config.describe())
+    if judge_config is not None:
+        judged = judge_config.describe()
+        description.update(
+            judge_provider=judge_config.provider,
+            judge_model=judged["judge_model"],
+            judge_shares_subject=False,
+            judge_paid=judge_config.paid,
+        )
+    return LiveModels(subject, judge, description, facts, paid), facts
 
 
 _PROVIDER_KEYS = ("provider", "model", "subject_model", "judge_model", "provenance")
@@ -331,7 +516,19 @@ _PROVIDER_KEYS = ("provider", "model", "subject_model", "judge_model", "provenan
 def _provider_facts(description: Mapping[str, Any]) -> dict[str, Any]:
     # Allow-listed: a description may grow fields (an endpoint, say) that a receipt must not hold.
     out: dict[str, Any] = {}
-    for key in (*_PROVIDER_KEYS, "judge_shares_subject", "paid", "model_sha256"):
+    for key in (
+        *_PROVIDER_KEYS,
+        "judge_provider",
+        "judge_shares_subject",
+        "paid",
+        "judge_paid",
+        "model_sha256",
+        "structured_output",
+        "stream",
+        "context_tokens",
+        "max_retries",
+        "timeout_s",
+    ):
         value = description.get(key)
         if isinstance(value, str | bool | int | float):
             out[key] = value
