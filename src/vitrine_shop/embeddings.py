@@ -511,9 +511,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rebuild_queries:
         # Through the imported module, not this one: run as ``-m``, this file is ``__main__``,
         # and the embedders the suite builds record into the imported module's list.
-        from vitrine_shop import embeddings
+        import importlib
 
-        count = embeddings.write_shipped_queries(embeddings.record_offline_texts())
+        imported = importlib.import_module("vitrine_shop.embeddings")
+        count = imported.write_shipped_queries(imported.record_offline_texts())
         print(f"wrote {count} query vectors to {SHIPPED_QUERIES_PATH.name}")
         return 0
     catalogue = load_catalogue()

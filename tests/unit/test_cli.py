@@ -80,6 +80,7 @@ SUITE = Suite(
         "beta": ScenarioInfo("beta", "Beta", "second", "query b"),
     },
     default_plan="toy-offline",
+    modes={"self-test"},
 )
 '''
 
@@ -473,3 +474,25 @@ def test_console_script_exits_2_without_arguments():
     result = subprocess.run([str(script)], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2
     assert "vitrine: error: nothing to run" in result.stderr
+
+
+def test_an_undeclared_offline_mode_is_refused_for_a_user_suite(toy, capsys):
+    code, out, err = run(["--suite", toy, "--controls-only"], capsys)
+    assert code == 2
+    assert out == ""
+    assert "suite toy does not provide --controls-only" in err
+    assert sys.modules[toy].REQUESTS == []
+
+
+def test_the_live_alias_is_refused_for_a_suite_without_one(toy, capsys):
+    code, _, err = run(["--suite", toy, "--live-subjects-and-judge", "--confirm-paid"], capsys)
+    assert code == 2
+    assert "suite toy does not provide --live-subjects-and-judge" in err
+
+
+def test_help_describes_the_modes_without_naming_the_shop(capsys):
+    code, out, _ = run(["--help"], capsys)
+    text = " ".join(out.split())  # argparse wraps to the terminal width
+    assert code == 0
+    assert "run the suite's self-test mode (suites that declare it)" in text
+    assert "SKU" not in text and "eval03-compare" not in text

@@ -307,3 +307,13 @@ def test_the_store_package_exports_resolve_and_match_its_type_checking_imports()
     assert guarded == set(store._EXPORTS) == set(store.__all__)
     for name in store.__all__:
         assert getattr(store, name) is not None
+
+
+def test_the_usage_hint_names_every_subcommand(capsys, monkeypatch):
+    import vitrine.cli as cli
+
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    for name in cli.SUBCOMMANDS:
+        assert name in err

@@ -2,8 +2,9 @@
 
 Each producer drives a real path of the shop (the loaded catalogue, personas and tool box,
 recorded workflow runs, the agent under injection, the agent's memory, the judge, the sealed
-runs behind the report's claims) and returns plain facts. The evaluators in ``production.py`` judge those facts. A ``ShopUnderTest`` is the
-shipped configuration or an isolated ablation of it: ablations are copies, never edits.
+runs behind the report's claims) and returns plain facts. The evaluators in ``production.py``
+judge those facts. A ``ShopUnderTest`` is the shipped configuration or an isolated ablation of
+it: ablations are copies, never edits.
 """
 
 from __future__ import annotations
