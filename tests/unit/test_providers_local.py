@@ -214,7 +214,7 @@ async def test_a_structured_request_returns_schema_valid_json(gemma):
     assert isinstance(value["covered"], bool)
     assert value["department"] in _REVIEW["properties"]["department"]["enum"]
     assert completion.usage is not None and 0 < completion.usage.output_tokens <= 32
-    assert completion.model == f"local:{DEFAULT_MODEL_NAME}"
+    assert completion.model == gemma.model_id == "local:gemma-3-270m-q4_k_m.gguf"
 
 
 @pytest.mark.local_model
