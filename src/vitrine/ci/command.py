@@ -12,28 +12,20 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+
+from vitrine.commandline import INFRASTRUCTURE, CommandRefusal, RefusingParser, run_command
 
 __all__ = ["build_parser", "main"]
 
 PROG = "vitrine ci"
-_OK, _USAGE, _INFRA = 0, 2, 4
+_OK = 0
 _DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # as in vitrine.cli: kept import-free
 _COMPONENT_FOR = {"behaviour": "service", "redteam": "redteam-target", "rag": "rag"}
 
 
-class _Usage(Exception):
-    """A refused request: printed and exited with 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _Usage(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = RefusingParser(prog=PROG, description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=RefusingParser)
     init = commands.add_parser("init", help="write .github/workflows/eval-*.yml")
     init.add_argument("--suite", metavar="MODULE:ATTR", default=_DEFAULT_SUITE)
     init.add_argument("--dir", type=Path, default=Path(), help="repository root (default: here)")
@@ -53,14 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(list(argv))
-        return _init(args)
-    except _Usage as exc:
-        return _error(str(exc), _USAGE)
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else _USAGE
+    return run_command(PROG, build_parser(), argv, _init)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -70,7 +55,7 @@ def _init(args: argparse.Namespace) -> int:
     try:
         suite = load_suite(args.suite)
     except SuiteLoadError as exc:
-        return _error(str(exc), int(exc.exit_code))
+        raise CommandRefusal(str(exc), int(exc.exit_code)) from exc
     available = [
         layer
         for layer in LAYERS
@@ -81,13 +66,13 @@ def _init(args: argparse.Namespace) -> int:
     else:
         layers = [part.strip() for part in args.layers.split(",") if part.strip()]
         if not layers:
-            raise _Usage(f"--layers names no layer: choose from {', '.join(LAYERS)}")
+            raise CommandRefusal(f"--layers names no layer: choose from {', '.join(LAYERS)}")
         missing = [layer for layer in layers if layer in LAYERS and layer not in available]
         if missing:
             needs = ", ".join(
                 f"{layer} needs a {_COMPONENT_FOR[layer]!r} component" for layer in missing
             )
-            raise _Usage(f"suite {suite.name} cannot run {', '.join(missing)}: {needs}")
+            raise CommandRefusal(f"suite {suite.name} cannot run {', '.join(missing)}: {needs}")
     try:
         settings = CiSettings(
             suite=args.suite,
@@ -98,14 +83,14 @@ def _init(args: argparse.Namespace) -> int:
             layers=tuple(layers),
         )
     except ValueError as exc:
-        raise _Usage(str(exc)) from exc
+        raise CommandRefusal(str(exc)) from exc
     if not args.dir.is_dir():
-        raise _Usage(f"--dir {args.dir} is not a directory")
+        raise CommandRefusal(f"--dir {args.dir} is not a directory")
     target = args.dir / ".github" / "workflows"
     files = render_workflows(settings)
     existing = [name for name in files if (target / name).exists()]
     if existing and not args.force:
-        raise _Usage(
+        raise CommandRefusal(
             f"{', '.join(existing)} already exist in {target}; pass --force to overwrite them"
         )
     from vitrine.store.files import atomic_write_bytes
@@ -115,12 +100,9 @@ def _init(args: argparse.Namespace) -> int:
         for name, text in files.items():
             atomic_write_bytes(target / name, text.encode())
     except OSError as exc:
-        return _error(f"cannot write the workflows to {target} ({exc.strerror or exc})", _INFRA)
+        raise CommandRefusal(
+            f"cannot write the workflows to {target} ({exc.strerror or exc})", INFRASTRUCTURE
+        ) from exc
     for name in files:
         sys.stdout.write(f"wrote {target / name}\n")
     return _OK
-
-
-def _error(message: str, code: int) -> int:
-    sys.stderr.write(f"{PROG}: error: {message}\n")
-    return code

@@ -20,7 +20,9 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
+
+from vitrine.commandline import CommandRefusal, RefusingParser, report, run_command
 
 if TYPE_CHECKING:
     from vitrine.mutants.model import MutantCatalogue
@@ -30,17 +32,6 @@ __all__ = ["build_parser", "main"]
 PROG = "vitrine mutants"
 _OK, _USAGE, _INFRA = 0, 2, 4
 _DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # as in vitrine.cli: kept import-free
-
-
-class _Refusal(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _Refusal(_USAGE, message)
 
 
 def _count(text: str) -> int:
@@ -71,7 +62,7 @@ def _ids(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = RefusingParser(
         prog=PROG,
         description="Run the suite's mutant catalogue: the healthy subject, then each mutant "
         "in a process of its own, and write the kill matrix.",
@@ -110,20 +101,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     """Run ``vitrine mutants``; return the exit code."""
-    parser = build_parser()
     try:
-        args = parser.parse_args(list(argv))
-    except _Refusal as exc:
-        sys.stderr.write(parser.format_usage())
-        return _error(str(exc), exc.code)
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else _USAGE
-    try:
-        return _run(args)
-    except _Refusal as exc:
-        return _error(str(exc), exc.code)
+        return run_command(PROG, build_parser(), argv, _run)
     except KeyboardInterrupt:
-        return _error("interrupted: the mutants were not all run and no matrix was written", _INFRA)
+        return report(
+            PROG,
+            CommandRefusal(
+                "interrupted: the mutants were not all run and no matrix was written", _INFRA
+            ),
+        )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -167,16 +153,16 @@ def _run(args: argparse.Namespace) -> int:
             )
         )
     except SuiteLoadError as exc:
-        raise _Refusal(int(exc.exit_code), str(exc)) from exc
+        raise CommandRefusal(str(exc), int(exc.exit_code)) from exc
     except UsageError as exc:
-        raise _Refusal(_USAGE, str(exc)) from exc
+        raise CommandRefusal(str(exc), _USAGE) from exc
     except (MutantRunError, CatalogueImportError) as exc:
-        raise _Refusal(_INFRA, str(exc)) from exc
+        raise CommandRefusal(str(exc), _INFRA) from exc
     except OSError as exc:
         from vitrine.redact import describe_exception
 
-        raise _Refusal(
-            _INFRA, f"the store could not be written: {describe_exception(exc)}"
+        raise CommandRefusal(
+            f"the store could not be written: {describe_exception(exc)}", _INFRA
         ) from exc
     from rich.console import Console
 
@@ -215,9 +201,3 @@ def _print_catalogue(catalogue: MutantCatalogue) -> None:
 def _progress(line: str) -> None:
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
-
-
-def _error(message: str, code: int) -> int:
-    sys.stderr.write(f"{PROG}: error: {message}\n")
-    sys.stderr.flush()
-    return code

@@ -15,23 +15,14 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
+from vitrine.commandline import INFRASTRUCTURE, CommandRefusal, RefusingParser, run_command
 from vitrine.outcomes import Verdict
 
 __all__ = ["build_parser", "main"]
 
 PROG = "vitrine runs"
-_OK, _FOUND, _USAGE, _INFRA = 0, 1, 2, 4
-
-
-class _Usage(Exception):
-    """A refused request: printed and exited with 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _Usage(message)
+_OK, _FOUND = 0, 1
 
 
 def _positive(text: str) -> int:
@@ -51,8 +42,8 @@ def _seconds(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = RefusingParser(prog=PROG, description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=RefusingParser)
     listing = commands.add_parser("list", help="sealed runs, newest first")
     listing.add_argument("--definition", metavar="KEY", help="only this definition key")
     listing.add_argument("--arm", help="only this arm")
@@ -84,19 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(list(argv))
-    except _Usage as exc:
-        sys.stderr.write(parser.format_usage())
-        return _error(str(exc), _USAGE)
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else _USAGE
+    return run_command(PROG, build_parser(), argv, _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     from vitrine.store.naming import resolve_root
 
     root = resolve_root(args.output)
     if root.exists() and not root.is_dir():
-        return _error(f"--output {root} is not a directory", _USAGE)
+        raise CommandRefusal(f"--output {root} is not a directory")
     try:
         if args.command == "list":
             return _list(root, args)
@@ -104,7 +91,9 @@ def main(argv: Sequence[str]) -> int:
             return _unsealed(root)
         return _sweep(root, args.older_than)
     except OSError as exc:
-        return _error(f"the store at {root} cannot be read ({exc.strerror or exc})", _INFRA)
+        raise CommandRefusal(
+            f"the store at {root} cannot be read ({exc.strerror or exc})", INFRASTRUCTURE
+        ) from exc
 
 
 def _list(root: Path, args: argparse.Namespace) -> int:
@@ -162,8 +151,3 @@ def _sweep(root: Path, older_than: float) -> int:
         sys.stdout.write(f"removed {path}\n")
     sys.stdout.write(f"{len(removed)} debris item(s) removed; unsealed runs were kept\n")
     return _OK
-
-
-def _error(message: str, code: int) -> int:
-    sys.stderr.write(f"{PROG}: error: {message}\n")
-    return code
