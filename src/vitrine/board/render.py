@@ -14,30 +14,16 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import quote
 
-from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateNotFound
-from markupsafe import Markup
+from jinja2 import Environment, StrictUndefined
 
 from vitrine.board.catalog import KINDS
 from vitrine.reports import formatting as fmt
+from vitrine.reports.html import PackageLoader, visible_finalize
 
 __all__ = ["render", "static_file"]
 
 _STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
 _JSON_LIMIT = 4000
-
-
-class _PackageLoader(BaseLoader):
-    def get_source(self, environment: Environment, template: str) -> tuple[str, str, Any]:
-        resource = files("vitrine.board").joinpath("templates", template)
-        if not resource.is_file():
-            raise TemplateNotFound(template)
-        return resource.read_text(encoding="utf-8"), template, lambda: True
-
-
-def _finalize(value: Any) -> Any:
-    if isinstance(value, str) and not isinstance(value, Markup):
-        return fmt.visible(value)
-    return value
 
 
 def _as_json(value: Any) -> str:
@@ -58,10 +44,10 @@ def _verdict_class(verdict: str) -> str:
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
     env = Environment(
-        loader=_PackageLoader(),
+        loader=PackageLoader("vitrine.board"),
         autoescape=True,
         undefined=StrictUndefined,
-        finalize=_finalize,
+        finalize=visible_finalize,
         trim_blocks=True,
         lstrip_blocks=True,
     )

@@ -19,7 +19,7 @@ from markupsafe import Markup
 from vitrine.reports import formatting as fmt
 from vitrine.reports.model import BenchmarkSection, CheckFacts, SuiteReport, TimelineEntry
 
-__all__ = ["render_html"]
+__all__ = ["PackageLoader", "render_html", "visible_finalize"]
 
 TEMPLATE_NAME = "report.html.j2"
 
@@ -33,17 +33,20 @@ _SYMBOL: dict[fmt.StatusClass, str] = {
 }
 
 
-class _PackageLoader(BaseLoader):
-    """Load templates from package data through importlib.resources (works from a wheel/zip)."""
+class PackageLoader(BaseLoader):
+    """Load a package's ``templates/`` through importlib.resources (works from a wheel/zip)."""
+
+    def __init__(self, package: str = "vitrine.reports") -> None:
+        self.package = package
 
     def get_source(self, environment: Environment, template: str) -> tuple[str, str, Any]:
-        resource = files("vitrine.reports").joinpath("templates", template)
+        resource = files(self.package).joinpath("templates", template)
         if not resource.is_file():
             raise TemplateNotFound(template)
         return resource.read_text(encoding="utf-8"), template, lambda: True
 
 
-def _finalize(value: Any) -> Any:
+def visible_finalize(value: Any) -> Any:
     # Runs on every {{ }} value before autoescape: control characters become visible text.
     if isinstance(value, str) and not isinstance(value, Markup):
         return fmt.visible(value)
@@ -53,12 +56,12 @@ def _finalize(value: Any) -> Any:
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
     env = Environment(
-        loader=_PackageLoader(),
+        loader=PackageLoader(),
         autoescape=select_autoescape(
             enabled_extensions=("html", "html.j2", "j2"), default_for_string=True, default=True
         ),
         undefined=StrictUndefined,
-        finalize=_finalize,
+        finalize=visible_finalize,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
