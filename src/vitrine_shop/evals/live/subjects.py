@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from vitrine import Arm, Case, ChatModel, ProviderError, SubjectResponse
 from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest
-from vitrine_shop.services import ShopServices
+from vitrine_shop.operations import ShopServices
 
 __all__ = [
     "AGENT_ARM",
@@ -48,7 +48,8 @@ async def _safely(run: Awaitable[SubjectResponse]) -> SubjectResponse:
     except asyncio.CancelledError:
         raise
     except ProviderError as exc:
-        raise LiveSubjectError(f"subject provider failure: {exc.failure.value}") from None
+        # The provider's detail is sanitized at construction; it says which reply was unusable.
+        raise LiveSubjectError(f"subject provider failure: {exc}") from None
     except Exception as exc:
         raise LiveSubjectError(f"subject failed: {type(exc).__name__}") from None
 
