@@ -24,7 +24,9 @@ def build(root: Path, runs: int) -> None:
     index = root / "runs-index" / "recent.jsonl"
     index.parent.mkdir(parents=True)
     arms = ("scripted-agent", "zero-model-workflow", "degraded-empty-answer")
-    with index.open("w", encoding="utf-8") as handle:
+    # The compact id log a sealing writer keeps beside the index (runs-index/sealed-ids.jsonl).
+    ids = (root / "runs-index" / "sealed-ids.jsonl").open("w", encoding="utf-8")
+    with index.open("w", encoding="utf-8") as handle, ids:
         for number in range(runs):
             seconds = number % 60
             minutes = (number // 60) % 60
@@ -44,6 +46,7 @@ def build(root: Path, runs: int) -> None:
                 "content_hash": "sha256:1",
             }
             handle.write(json.dumps(record) + "\n")
+            ids.write(json.dumps({"run_id": run_id}) + "\n")
     for number in range(3):  # unsealed leftovers, never indexed
         (root / "runs" / f"2026-02-01_00-00-0{number}_9999999{number}").mkdir()
 
