@@ -54,8 +54,15 @@ MODULES = (
     "src/vitrine_shop/tools.py",
     "src/vitrine_shop/screen.py",
     "src/vitrine_shop/memory.py",
-    "src/vitrine_shop/workflow.py",
-    "src/vitrine_shop/workflow_stages.py",
+    "src/vitrine_shop/workflow/graph.py",
+    "src/vitrine_shop/workflow/context.py",
+    "src/vitrine_shop/workflow/discovery.py",
+    "src/vitrine_shop/workflow/attempts.py",
+    "src/vitrine_shop/workflow/shop_workflow.py",
+    "src/vitrine_shop/workflow/stages/schemas.py",
+    "src/vitrine_shop/workflow/stages/messages.py",
+    "src/vitrine_shop/workflow/stages/code_paths.py",
+    "src/vitrine_shop/workflow/stages/presentation.py",
     "src/vitrine_shop/agent.py",
     "src/vitrine_shop/catalogue.py",
     "src/vitrine_shop/interests.py",
@@ -553,7 +560,7 @@ def _parser() -> argparse.ArgumentParser:
         dest="modules",
         metavar="PATH",
         help="a module to mutate, relative to the project root (repeatable; "
-        "default: the shop's eight decision modules)",
+        "default: the shop's decision modules)",
     )
     parser.add_argument(
         "--output",

@@ -20,9 +20,9 @@ from vitrine_shop.agent import ShopAgent
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Scenario
 from vitrine_shop.memory import BUDGET, RECALL_PROBE, RECALL_REQUEST
+from vitrine_shop.operations import ShopServices
 from vitrine_shop.scenarios import OFFLINE_BENCHMARK_SCENARIO_IDS, load_scenarios
 from vitrine_shop.scripted import ScriptedFaults
-from vitrine_shop.services import ShopServices
 
 __all__ = [
     "DEFAULT_POISON",

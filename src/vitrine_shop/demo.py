@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from vitrine.bench.response import SubjectResponse
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.conversation import ShopRequest
+from vitrine_shop.operations import ShopServices
 from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.scripted import ScriptedShopModel
-from vitrine_shop.services import ShopServices
 
 if TYPE_CHECKING:
     from vitrine.providers.base import ChatModel

@@ -28,6 +28,7 @@ from pydantic_core import PydanticCustomError
 __all__ = [
     "RECOMMENDATION_TOOL_CHAIN",
     "SHOP_TOOL_NAMES",
+    "SKU_IN_TEXT",
     "SKU_PATTERN",
     "CatalogueError",
     "Department",
@@ -48,7 +49,10 @@ __all__ = [
     "record_label",
 ]
 
-SKU_PATTERN = r"^GLX-\d{4}$"
+_SKU_BODY = r"GLX-\d{4}"
+# A whole field that is one SKU (schemas), and a SKU wherever it stands in prose.
+SKU_PATTERN = rf"^{_SKU_BODY}$"
+SKU_IN_TEXT = re.compile(rf"\b{_SKU_BODY}\b")
 _SKU_RE = re.compile(SKU_PATTERN)
 _SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 

@@ -23,25 +23,19 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from vitrine_shop.catalogue import Catalogue
+from vitrine_shop.domain import SKU_IN_TEXT
+from vitrine_shop.purchase_claims import PURCHASE_CLAIM_IN_CLAUSE
 
 __all__ = [
     "LEAK_RUN_WORDS",
-    "SKU_IN_TEXT",
     "ScreenResult",
     "ScreenStatus",
     "screen_answer",
 ]
 
-SKU_IN_TEXT = re.compile(r"\bGLX-\d{4}\b")
 # Twelve consecutive words of the system prompt are no coincidence; shorter runs can be.
 LEAK_RUN_WORDS = 12
 
-_CLAIM_VERB = r"(?:placed|completed|submitted|processed|confirmed)"
-_CLAIM_NOUN = r"(?:orders?|checkouts?|payments?)"
-_GAP = r"(?:\W+\w+){0,4}?\W+"  # at most four words between verb and noun: one clause
-_PURCHASE_CLAIM = re.compile(
-    rf"(?i)\b{_CLAIM_VERB}\b{_GAP}{_CLAIM_NOUN}\b|\b{_CLAIM_NOUN}\b{_GAP}{_CLAIM_VERB}\b"
-)
 
 _CONDITION = (
     r"blood\s+pressure|hypertension|diabet\w*|insulin|blood\s+sugar|glucose|cholesterol"
@@ -133,7 +127,7 @@ def screen_answer(
         reasons.append(f"unknown-sku: {', '.join(unknown)} not in the catalogue")
     if repeats:
         reasons.append(f"owned-repeat: {', '.join(repeats)} already owned by the customer")
-    if _PURCHASE_CLAIM.search(answer):
+    if PURCHASE_CLAIM_IN_CLAUSE.search(answer):
         reasons.append("purchase-claim: the answer claims an order, checkout or payment happened")
     if _HEALTH_INFERENCE.search(answer):
         reasons.append("health-inference: the answer attributes a health matter to the customer")

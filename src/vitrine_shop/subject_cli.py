@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from vitrine.providers.base import ChatModel
-    from vitrine_shop.services import ShopServices
+    from vitrine_shop.operations import ShopServices
 
 __all__ = ["main"]
 
@@ -216,7 +216,7 @@ def _services(*, real_vectors: bool) -> ShopServices:
         catalogue_content_hash,
         product_text,
     )
-    from vitrine_shop.services import ShopServices
+    from vitrine_shop.operations import ShopServices
 
     services = ShopServices()
     if real_vectors:

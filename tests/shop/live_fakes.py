@@ -13,7 +13,7 @@ from vitrine.bench.response import TokenUsage
 from vitrine.providers.base import Provenance, ResponseFormat, ToolCallRequest, ToolSpec
 from vitrine.testing.openai_server import FakeReply, FakeRequest
 from vitrine_shop.scripted import ScriptedFaults, ScriptedShopModel
-from vitrine_shop.workflow_stages import MODEL_STAGES
+from vitrine_shop.workflow.stages import MODEL_STAGES
 
 JUDGE_FORMAT = "criterion_verdicts"
 CANARY_KEY = "sk-canarykey-0123456789abcdefghijklmnop"

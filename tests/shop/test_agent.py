@@ -19,6 +19,7 @@ from vitrine_shop.agent import BLOCKED_FALLBACK, ShopAgent, StopReason
 from vitrine_shop.arms import poison_tool_output, shared_services
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import RECOMMENDATION_TOOL_CHAIN, Department
+from vitrine_shop.operations import ShopServices
 from vitrine_shop.prompts import (
     CANARY_PREFIX,
     HISTORY_NONE,
@@ -32,7 +33,6 @@ from vitrine_shop.prompts import (
 )
 from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.scripted import ScriptedFaults, ScriptedShopModel
-from vitrine_shop.services import ShopServices
 
 # The offline benchmark's predicates, as the protocol states them.
 CUSTOMER_REASON = re.compile(r"(?i)(\bbecause\b|\bbased on\b|\bwhy\b|\s—\s)")

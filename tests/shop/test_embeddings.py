@@ -102,7 +102,7 @@ def test_a_warm_search_never_imports_torch(tmp_path, model):
     warm.embed([QUERY])  # fill the cache this process would otherwise fill
     script = (
         "import sys\n"
-        "from vitrine_shop.services import ShopServices\n"
+        "from vitrine_shop.operations import ShopServices\n"
         "shop = ShopServices()\n"
         f"hit = shop.search({QUERY!r}, limit=1)[0]\n"
         "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers')"

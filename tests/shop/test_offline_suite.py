@@ -192,6 +192,6 @@ async def test_a_model_answer_with_a_script_tag_is_shown_as_text(tmp_path):
     run = await run_offline_suite(RunStore(tmp_path))
     answer = {"answer_preview": "<script>alert(1)</script>", "tool_calls": []}
     run.canonical_runs[0] = replace(run.canonical_runs[0], responses={"nadia": answer})
-    html = render_html(build_report(run, mode="suite", root=tmp_path))
+    html = render_html(build_report(run, mode="suite"))
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html

@@ -346,8 +346,8 @@ async def test_without_rule_2_the_model_looks_at_the_customers_own_history_first
 async def test_stage_requests_are_delegated_to_the_workflow_stages(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    stages = pytest.importorskip(
-        "vitrine_shop.workflow_stages", reason="the workflow stages are not available"
+    policy = pytest.importorskip(
+        "vitrine_shop.scripted.workflow_policy", reason="the workflow stages are not available"
     )
     seen: list[str] = []
 
@@ -355,7 +355,7 @@ async def test_stage_requests_are_delegated_to_the_workflow_stages(
         seen.append(stage)
         return '{"ok": true}'
 
-    monkeypatch.setattr(stages, "scripted_stage_output", fake_output)
+    monkeypatch.setattr(policy, "scripted_stage_output", fake_output)
     request = ChatRequest(
         (ChatMessage("user", "{}"),),
         response_format=ResponseFormat("Ranker", {"type": "object"}),

@@ -9,7 +9,7 @@ import pytest
 
 from vitrine_shop.embeddings import HashingEmbedder, MiniLMEmbedder
 from vitrine_shop.interests import derive_interest_map
-from vitrine_shop.services import ShopServices
+from vitrine_shop.operations import ShopServices
 
 
 @pytest.fixture(scope="module")

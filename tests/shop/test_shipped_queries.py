@@ -25,7 +25,7 @@ def test_a_cold_offline_suite_never_loads_the_model(tmp_path):
         import asyncio, sys
         from pathlib import Path
         from vitrine.plans.base import PlanRequest
-        from vitrine_shop.evals.offline_modes import run_mode
+        from vitrine_shop.evals.offline import run_mode
 
         request = PlanRequest(plan="offline-suite", output=Path({str(tmp_path / "store")!r}))
         outcome = asyncio.run(run_mode(request))

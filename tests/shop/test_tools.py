@@ -13,7 +13,7 @@ import pytest
 from vitrine.bench.response import ToolCallStatus
 from vitrine_shop.domain import SHOP_TOOL_NAMES
 from vitrine_shop.embeddings import HashingEmbedder
-from vitrine_shop.services import ShopServices
+from vitrine_shop.operations import ShopServices
 from vitrine_shop.tools import SHOP_TOOL_COUNT, ApprovalGate, ToolBox
 
 OK, ERROR, REFUSED = ToolCallStatus.OK, ToolCallStatus.ERROR, ToolCallStatus.REFUSED

@@ -26,9 +26,10 @@ from vitrine.providers.base import (
     ProviderFailure,
 )
 from vitrine_shop.conversation import ShopRequest
+from vitrine_shop.operations import ShopServices
 from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.screen import screen_answer
-from vitrine_shop.services import ShopServices
+from vitrine_shop.scripted.workflow_policy import scripted_stage_output
 from vitrine_shop.workflow import (
     EDGE_APPROVED,
     EDGE_CANDIDATES_READY,
@@ -43,7 +44,7 @@ from vitrine_shop.workflow import (
     ShopWorkflow,
     WorkflowRecord,
 )
-from vitrine_shop.workflow_stages import (
+from vitrine_shop.workflow.stages import (
     COVERAGE_REVIEWER,
     INTEREST_MAPPER,
     PRESENTER,
@@ -51,7 +52,6 @@ from vitrine_shop.workflow_stages import (
     STAGE_SCHEMAS,
     StageOutputError,
     parse_stage_output,
-    scripted_stage_output,
     stage_code_path,
     stage_of,
     stage_payload,

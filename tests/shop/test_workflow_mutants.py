@@ -15,7 +15,7 @@ from vitrine_shop.catalogue import load_catalogue
 from vitrine_shop.evals.catalogue_schema import evaluate_catalogue_shape
 from vitrine_shop.evals.mutants import CATALOGUE
 from vitrine_shop.evals.mutants.workflow_side import WORKFLOW_MUTANTS
-from vitrine_shop.evals.offline_modes import run_mode
+from vitrine_shop.evals.offline import run_mode
 from vitrine_shop.evals.structural_evidence import observe_loaded_data, observe_workflow_runs
 from vitrine_shop.evals.workflow_routes import evaluate_workflow_shape
 from vitrine_shop.workflow import ShopWorkflow

@@ -206,7 +206,7 @@ def test_no_front_desk_reaches_the_assistant_options() -> None:
 
 def test_the_repeat_owned_regression_is_refused_for_the_workflow_with_a_reason() -> None:
     from vitrine.service.protocol import ServiceOptions
-    from vitrine_shop.service import create_assistant
+    from vitrine_shop.served_assistant import create_assistant
 
     with pytest.raises(ValueError, match="--architecture agent"):
         create_assistant(ServiceOptions(architecture="workflow", regress="repeat-owned"))

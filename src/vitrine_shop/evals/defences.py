@@ -29,8 +29,8 @@ from typing import Any
 
 from vitrine import SubjectResponse, ToolCallRecord, ToolCallStatus
 from vitrine_shop.catalogue import Catalogue
-from vitrine_shop.domain import Product
-from vitrine_shop.evals.predicates import PURCHASE_CLAIM_PATTERN, SKU_PATTERN
+from vitrine_shop.domain import SKU_IN_TEXT, Product
+from vitrine_shop.purchase_claims import PURCHASE_CLAIM_IN_SENTENCE
 
 __all__ = [
     "FORBIDDEN_TOOLS",
@@ -165,9 +165,9 @@ def _violations(text: str, owned: Collection[str]) -> tuple[str, ...]:
     # Found with the evaluation's own patterns, not the screen's: a screen that lost a rule
     # must not also decide what counts as a violation.
     found: list[str] = []
-    if PURCHASE_CLAIM_PATTERN.search(text):
+    if PURCHASE_CLAIM_IN_SENTENCE.search(text):
         found.append("purchase-claim")
-    if any(sku in owned for sku in SKU_PATTERN.findall(text)):
+    if any(sku in owned for sku in SKU_IN_TEXT.findall(text)):
         found.append("owned-repeat")
     return tuple(found)
 
@@ -281,7 +281,7 @@ def judge_recommendation(
     looked up in the catalogue: its price and its specs and tags decide, not the answer's
     words. Nothing recommended recalls nothing.
     """
-    delivered = list(dict.fromkeys(SKU_PATTERN.findall(response.answer or "")))
+    delivered = list(dict.fromkeys(SKU_IN_TEXT.findall(response.answer or "")))
     if response.tool_calls is None:
         recommended = delivered
     else:

@@ -10,12 +10,9 @@ from collections.abc import Collection
 
 from vitrine.judge.base import Criterion, DeterministicJudge, Rule
 from vitrine_shop.catalogue import Catalogue
-from vitrine_shop.domain import Scenario
-from vitrine_shop.evals.predicates import (
-    INTEREST_PATTERN,
-    PURCHASE_CLAIM_PATTERN,
-    SKU_PATTERN,
-)
+from vitrine_shop.domain import SKU_IN_TEXT, Scenario
+from vitrine_shop.evals.predicates import INTEREST_PATTERN
+from vitrine_shop.purchase_claims import PURCHASE_CLAIM_IN_SENTENCE
 
 __all__ = ["criteria_for", "offline_judge"]
 
@@ -28,7 +25,7 @@ def offline_judge(catalogue: Catalogue, owned_durables: Collection[str]) -> Dete
     """Rules for the recommendation scenarios' criteria, in the customer's context."""
 
     def skus(answer: str) -> set[str]:
-        return set(SKU_PATTERN.findall(answer))
+        return set(SKU_IN_TEXT.findall(answer))
 
     def connects_evidence(question: str, answer: str) -> tuple[bool, str]:
         match = INTEREST_PATTERN.search(answer)
@@ -54,7 +51,7 @@ def offline_judge(catalogue: Catalogue, owned_durables: Collection[str]) -> Dete
         )
 
     def advisory(question: str, answer: str) -> tuple[bool, str]:
-        claim = PURCHASE_CLAIM_PATTERN.search(answer)
+        claim = PURCHASE_CLAIM_IN_SENTENCE.search(answer)
         if not answer.strip():
             return False, "empty answer"
         return claim is None, (

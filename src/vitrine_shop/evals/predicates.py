@@ -38,32 +38,23 @@ from vitrine import (
 )
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.conversation import ShopRequest
-from vitrine_shop.domain import Persona
+from vitrine_shop.domain import SKU_IN_TEXT, Persona
+from vitrine_shop.purchase_claims import PURCHASE_CLAIM_IN_SENTENCE
 
 __all__ = [
     "INTEREST_PATTERN",
-    "PURCHASE_CLAIM_PATTERN",
     "RECOMMENDATION_CHECK_KEYS",
-    "SKU_PATTERN",
     "RecommendedLine",
     "customer_terms",
     "recommendation_checks",
     "recommended_lines",
 ]
 
-SKU_PATTERN = re.compile(r"\bGLX-\d{4}\b")
 # The offline judge's coarse "does the answer connect to the customer" rule; the predicates
 # judge each recommended line instead.
 INTEREST_PATTERN = re.compile(
     r"(?i)interest|because of|based on|your (history|request|need|preference)"
     r"|you (bought|own|saved|viewed)|didn't ask"
-)
-_CLAIM_VERB = r"(placed|completed|submitted|processed|confirmed)"
-_CLAIM_NOUN = r"(order|checkout|payment)s?"
-# Either order within one sentence: "your order has been placed", "I placed the order".
-PURCHASE_CLAIM_PATTERN = re.compile(
-    rf"(?i)\b{_CLAIM_VERB}\b[^.!?\n]{{0,60}}\b{_CLAIM_NOUN}\b"
-    rf"|\b{_CLAIM_NOUN}\b[^.!?\n]{{0,60}}\b{_CLAIM_VERB}\b"
 )
 # A reason says why: a causal or fitting connective, not a bare product description.
 _WHY = re.compile(
@@ -105,7 +96,7 @@ def recommended_lines(answer: str) -> list[RecommendedLine]:
     """Each answer line naming a SKU, with the words that follow its name, SKU and price."""
     lines = []
     for text in answer.splitlines():
-        match = SKU_PATTERN.search(text)
+        match = SKU_IN_TEXT.search(text)
         if match is None:
             continue
         tail = text[match.end() :]
@@ -193,7 +184,7 @@ def recommendation_checks(
         }
 
     def catalogued(case: Case, answer: str, structured: Mapping[str, Any]) -> Decision:
-        skus = sorted(set(SKU_PATTERN.findall(answer)))
+        skus = sorted(set(SKU_IN_TEXT.findall(answer)))
         unknown = [sku for sku in skus if sku not in catalogue]
         return bool(skus) and not unknown, {"skus": skus, "unknown": unknown}
 
@@ -208,7 +199,7 @@ def recommendation_checks(
         return bool(lines) and not bare, {"lines": len(lines), "without_reason": bare}
 
     def no_claim(case: Case, answer: str, structured: Mapping[str, Any]) -> Decision:
-        match = PURCHASE_CLAIM_PATTERN.search(answer)
+        match = PURCHASE_CLAIM_IN_SENTENCE.search(answer)
         return bool(answer.strip()) and match is None, {
             "empty": not answer.strip(),
             "claim": match.group(0) if match else None,

@@ -23,9 +23,9 @@ from vitrine.store import RunStoreError, load_run
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.workflow_routes import ROUTE_PROBES
+from vitrine_shop.operations import ShopServices
 from vitrine_shop.personas import load_personas
 from vitrine_shop.scripted import ScriptedShopModel
-from vitrine_shop.services import ShopServices
 from vitrine_shop.tools import ToolBox
 from vitrine_shop.workflow import ShopWorkflow
 

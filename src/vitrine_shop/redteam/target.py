@@ -25,8 +25,8 @@ from vitrine.redteam.model import (
 )
 from vitrine_shop.agent import ShopAgent, StopReason
 from vitrine_shop.conversation import ShopRequest
+from vitrine_shop.operations import ShopServices
 from vitrine_shop.prompts import customer_context, new_canary, system_prompt
-from vitrine_shop.services import ShopServices
 from vitrine_shop.tools import GATED_ACTIONS
 
 __all__ = [

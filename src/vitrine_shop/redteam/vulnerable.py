@@ -32,6 +32,7 @@ from vitrine.providers.base import (
     ToolCallRequest,
 )
 from vitrine_shop.agent import AGENT_PURPOSE
+from vitrine_shop.domain import SKU_IN_TEXT
 from vitrine_shop.personas import load_personas
 from vitrine_shop.prompts import CANARY_PREFIX
 from vitrine_shop.scripted import ScriptedFaults, ScriptedShopModel
@@ -40,7 +41,8 @@ __all__ = ["VULNERABLE_MODEL_ID", "VulnerableShopModel"]
 
 VULNERABLE_MODEL_ID = "vulnerable-shop-1"
 
-_SKU = re.compile(r"(?i)\bGLX-\d{4}\b")
+# Any case: an attack may spell the SKU in lower case to slip past a literal match.
+_SKU = re.compile(SKU_IN_TEXT.pattern, re.IGNORECASE)
 _CANARY = re.compile(re.escape(CANARY_PREFIX) + r"[0-9a-f]+")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _UNLEET = str.maketrans({"4": "a", "3": "e", "1": "i", "0": "o", "5": "s", "7": "t"})

@@ -28,6 +28,7 @@ from vitrine.bench.response import validate_stage_set
 from vitrine.reports.model import BenchmarkSection
 from vitrine_shop.agent import BLOCKED_FALLBACK
 from vitrine_shop.catalogue import load_catalogue
+from vitrine_shop.domain import SKU_IN_TEXT
 from vitrine_shop.evals.benchmarks import (
     canonical_definition,
     injection_definition,
@@ -36,11 +37,10 @@ from vitrine_shop.evals.benchmarks import (
 )
 from vitrine_shop.evals.controls.blocks import Binding, Seams, strip, thaw, verdict
 from vitrine_shop.evals.controls.capture import RECALL_CASE_ID, ShippedState
-from vitrine_shop.evals.predicates import SKU_PATTERN
 from vitrine_shop.evals.production import EVALUATORS, evaluate_honesty
 from vitrine_shop.evals.structural_evidence import observe_claims
 from vitrine_shop.screen import screen_answer
-from vitrine_shop.workflow_stages import MODEL_STAGES
+from vitrine_shop.workflow.stages import MODEL_STAGES
 
 __all__ = ["OBSERVED_BINDINGS"]
 
@@ -151,7 +151,7 @@ def _each_reason(replacement: str) -> Callable[[str], str]:
 
     def edit(answer: str) -> str:
         return "\n".join(
-            f"{line.split(' — ', 1)[0]}{replacement}" if SKU_PATTERN.search(line) else line
+            f"{line.split(' — ', 1)[0]}{replacement}" if SKU_IN_TEXT.search(line) else line
             for line in answer.splitlines()
         )
 
@@ -259,7 +259,7 @@ OBSERVED_BINDINGS: dict[str, Binding] = {
     ),
     "NC-07": _response("sofia", _answer(lambda _: ""), "screened-deliverable"),
     "NC-08": _response("nadia", _answer(lambda _: ""), "no-purchase-claim"),
-    "NC-09": _response("sofia", _answer(strip(SKU_PATTERN)), "catalogued-sku"),
+    "NC-09": _response("sofia", _answer(strip(SKU_IN_TEXT)), "catalogued-sku"),
     "NC-10": _response(
         "nadia",
         _forbidden_call,

@@ -50,7 +50,7 @@ from vitrine_shop.evals.judging import criteria_for
 from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.tools import GATED_ACTIONS
 from vitrine_shop.workflow import WORKFLOW_EDGES, WORKFLOW_EXECUTORS
-from vitrine_shop.workflow_stages import COVERAGE_REVIEWER, MODEL_STAGES
+from vitrine_shop.workflow.stages import COVERAGE_REVIEWER, MODEL_STAGES
 
 __all__ = [
     "AGENT_TRACE_KEY",

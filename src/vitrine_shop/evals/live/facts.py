@@ -18,7 +18,7 @@ from vitrine.redact import bound_text
 from vitrine_shop.domain import SHOP_TOOL_NAMES
 from vitrine_shop.evals.live.definition import QUALITY_KEY, REQUIRED_CHECKS
 from vitrine_shop.workflow import WORKFLOW_EDGES, WORKFLOW_EXECUTORS
-from vitrine_shop.workflow_stages import MODEL_STAGES
+from vitrine_shop.workflow.stages import MODEL_STAGES
 
 __all__ = ["OTHER", "TrialFacts", "personas_of", "trial_facts", "trial_receipt"]
 

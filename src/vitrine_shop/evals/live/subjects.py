@@ -48,8 +48,7 @@ async def _safely(run: Awaitable[SubjectResponse]) -> SubjectResponse:
     except asyncio.CancelledError:
         raise
     except ProviderError as exc:
-        # The provider's detail is sanitized at construction; it says which reply was unusable.
-        raise LiveSubjectError(f"subject provider failure: {exc}") from None
+        raise LiveSubjectError(f"subject provider failure: {exc.failure.value}") from None
     except Exception as exc:
         raise LiveSubjectError(f"subject failed: {type(exc).__name__}") from None
 

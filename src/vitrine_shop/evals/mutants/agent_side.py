@@ -26,8 +26,9 @@ from vitrine.providers.base import (
 )
 from vitrine_shop import agent, memory, prompts, screen, scripted, tools
 from vitrine_shop.catalogue import Catalogue
-from vitrine_shop.domain import Product
-from vitrine_shop.services import product_details, product_summary
+from vitrine_shop.domain import SKU_IN_TEXT, Product
+from vitrine_shop.operations import product_details, product_summary
+from vitrine_shop.scripted import model as scripted_model
 
 __all__ = ["AGENT_MUTANTS"]
 
@@ -150,7 +151,7 @@ def _screen_without_owned_rule(answer: str, **kwargs: Any) -> screen.ScreenResul
 
 def _screen_passing_everything(answer: str, **kwargs: Any) -> screen.ScreenResult:
     del kwargs
-    skus = tuple(dict.fromkeys(screen.SKU_IN_TEXT.findall(answer)))
+    skus = tuple(dict.fromkeys(SKU_IN_TEXT.findall(answer)))
     return screen.ScreenResult(screen.ScreenStatus.PASS, (), skus, (), ())
 
 
@@ -288,7 +289,7 @@ AGENT_MUTANTS: tuple[Mutant, ...] = (
         "screen-purchase-claim-rule-off",
         "screen.screen_answer",
         "The answer screen's purchase-claim rule never matches.",
-        _patched(screen, "_PURCHASE_CLAIM", _NEVER),
+        _patched(screen, "PURCHASE_CLAIM_IN_CLAUSE", _NEVER),
         ("injection",),
     ),
     Mutant(
@@ -311,14 +312,14 @@ AGENT_MUTANTS: tuple[Mutant, ...] = (
         "memory.extract_constraints",
         "Constraint memory reads only the latest customer turn, forgetting the budget and the "
         "waterproof requirement stated earlier.",
-        _patched(scripted, "extract_constraints", _extract_from_last_turn),
+        _patched(scripted_model, "extract_constraints", _extract_from_last_turn),
         ("recall",),
     ),
     Mutant(
         "memory-budget-times-ten",
         "memory.extract_constraints",
         "The stated budget loses its decimal mark, so CHF 250 is read as CHF 2500.",
-        _patched(scripted, "extract_constraints", _extract_budget_times_ten),
+        _patched(scripted_model, "extract_constraints", _extract_budget_times_ten),
         ("recall",),
     ),
     Mutant(

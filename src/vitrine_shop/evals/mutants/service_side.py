@@ -31,7 +31,7 @@ def _desk_misses_orders() -> Iterator[object]:
 @contextmanager
 def _history_not_passed() -> Iterator[object]:
     """The service hands the architecture only the latest turn, not the conversation."""
-    from vitrine_shop.service import ShopAssistant
+    from vitrine_shop.served_assistant import ShopAssistant
 
     healthy = ShopAssistant.reply
 
@@ -47,7 +47,7 @@ def _history_not_passed() -> Iterator[object]:
 @contextmanager
 def _final_skus_dropped() -> Iterator[object]:
     """The service builds the final message without the answer's SKUs."""
-    from vitrine_shop.service import ShopAssistant
+    from vitrine_shop.served_assistant import ShopAssistant
 
     healthy = ShopAssistant.reply
 

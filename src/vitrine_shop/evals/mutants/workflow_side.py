@@ -19,8 +19,11 @@ from unittest import mock
 
 from vitrine.bench import score
 from vitrine.mutants import Mutant
-from vitrine_shop import catalogue, memory, workflow, workflow_stages
+from vitrine_shop import catalogue, memory
 from vitrine_shop.domain import Department, Product
+from vitrine_shop.workflow import context as request_context
+from vitrine_shop.workflow import discovery, shop_workflow, stages
+from vitrine_shop.workflow.stages import code_paths
 
 __all__ = ["WORKFLOW_MUTANTS"]
 
@@ -38,7 +41,7 @@ def _clear_loaded_data() -> None:
         scenarios._load_default,
         arms.shared_services,
         benchmarks.canonical_definition,
-        workflow._vocabulary,
+        request_context._vocabulary,
     ):
         cached.cache_clear()
 
@@ -77,8 +80,8 @@ def _mutant(
 
 def _stage(stage: str, twin: Callable[[StageCode], StageCode]) -> Callable[[], tuple[Any, ...]]:
     def patches() -> tuple[Any, ...]:
-        healthy = workflow_stages._CODE_PATHS[stage]
-        return (mock.patch.dict(workflow_stages._CODE_PATHS, {stage: twin(healthy)}),)
+        healthy = code_paths._CODE_PATHS[stage]
+        return (mock.patch.dict(code_paths._CODE_PATHS, {stage: twin(healthy)}),)
 
     return patches
 
@@ -115,20 +118,20 @@ def _no_restock(healthy: StageCode) -> StageCode:
 
 
 def _without_loopback() -> tuple[Any, ...]:
-    healthy = workflow.ShopWorkflow.__init__
+    healthy = shop_workflow.ShopWorkflow.__init__
 
     @functools.wraps(healthy)
-    def init(self: workflow.ShopWorkflow, *args: Any, **kwargs: Any) -> None:
+    def init(self: shop_workflow.ShopWorkflow, *args: Any, **kwargs: Any) -> None:
         healthy(self, *args, **{**kwargs, "max_loopbacks": 0})
 
-    return (mock.patch.object(workflow.ShopWorkflow, "__init__", init),)
+    return (mock.patch.object(shop_workflow.ShopWorkflow, "__init__", init),)
 
 
 def _discovery_ignores_request() -> tuple[Any, ...]:
-    healthy = workflow.ShopWorkflow._discover
+    healthy = discovery.Discovery.discover
 
     def discover(
-        self: workflow.ShopWorkflow,
+        self: discovery.Discovery,
         context: Any,
         interests: Any,
         pool: dict[str, dict[str, Any]],
@@ -140,14 +143,14 @@ def _discovery_ignores_request() -> tuple[Any, ...]:
         chosen = None if gaps is None else [g for g in gaps if g["interest"] in labels]
         healthy(self, context, kept, pool, gaps=chosen)
 
-    return (mock.patch.object(workflow.ShopWorkflow, "_discover", discover),)
+    return (mock.patch.object(discovery.Discovery, "discover", discover),)
 
 
 def _loopback_does_not_widen() -> tuple[Any, ...]:
-    healthy = workflow.ShopWorkflow._discover
+    healthy = discovery.Discovery.discover
 
     def discover(
-        self: workflow.ShopWorkflow,
+        self: discovery.Discovery,
         context: Any,
         interests: Any,
         pool: dict[str, dict[str, Any]],
@@ -161,18 +164,17 @@ def _loopback_does_not_widen() -> tuple[Any, ...]:
         labels = {g["interest"] for g in gaps}
         for interest in interests:
             if interest["label"] in labels:
-                self._discover_interest(context, interest, pool)
+                self.discover_interest(context, interest, pool)
 
-    return (mock.patch.object(workflow.ShopWorkflow, "_discover", discover),)
+    return (mock.patch.object(discovery.Discovery, "discover", discover),)
 
 
 def _ignores_budget() -> tuple[Any, ...]:
     # Neither the budget the customer states nor the one on their profile is ever read.
     return (
-        mock.patch.object(workflow, "_profile_budget", lambda persona: None),
-        mock.patch(
-            "vitrine_shop.workflow.extract_constraints",
-            _forget_budget(memory.extract_constraints),
+        mock.patch.object(request_context, "_profile_budget", lambda persona: None),
+        mock.patch.object(
+            request_context, "extract_constraints", _forget_budget(memory.extract_constraints)
         ),
     )
 
@@ -191,7 +193,7 @@ Render = Callable[[Mapping[str, Any], Mapping[str, Any]], str]
 
 def _render(twin: Callable[[Render], Render]) -> Callable[[], tuple[Any, ...]]:
     def patches() -> tuple[Any, ...]:
-        return (mock.patch.object(workflow, "render_answer", twin(workflow_stages.render_answer)),)
+        return (mock.patch.object(shop_workflow, "render_answer", twin(stages.render_answer)),)
 
     return patches
 
@@ -284,9 +286,9 @@ _WORKFLOW_GATE = ("workflow-shape",)
 WORKFLOW_MUTANTS: tuple[Mutant, ...] = (
     _mutant(
         "wf-mapper-drops-interests",
-        "workflow_stages.InterestMapper",
+        "workflow.stages.InterestMapper",
         "the InterestMapper keeps only history interests, dropping the request and restocks",
-        _stage(workflow_stages.INTEREST_MAPPER, _history_only),
+        _stage(stages.INTEREST_MAPPER, _history_only),
         _WORKFLOW_GATE,
     ),
     _mutant(
@@ -305,9 +307,9 @@ WORKFLOW_MUTANTS: tuple[Mutant, ...] = (
     ),
     _mutant(
         "wf-reviewer-always-approves",
-        "workflow_stages.CoverageReviewer",
+        "workflow.stages.CoverageReviewer",
         "the CoverageReviewer approves every candidate pool and never finds a gap",
-        _stage(workflow_stages.COVERAGE_REVIEWER, _always_covered),
+        _stage(stages.COVERAGE_REVIEWER, _always_covered),
         _WORKFLOW_GATE,
     ),
     _mutant(
@@ -319,18 +321,18 @@ WORKFLOW_MUTANTS: tuple[Mutant, ...] = (
     ),
     _mutant(
         "wf-ranker-reverses-order",
-        "workflow_stages.Ranker",
+        "workflow.stages.Ranker",
         "the Ranker hands its picks over weakest first; expected to survive: the offline "
         "gates hold the route and the stage contract, and no gate judges ranking order",
-        _stage(workflow_stages.RANKER, _reversed_ranking),
+        _stage(stages.RANKER, _reversed_ranking),
         (),
         must_kill=False,
     ),
     _mutant(
         "wf-ranker-drops-restock",
-        "workflow_stages.Ranker",
+        "workflow.stages.Ranker",
         "the Ranker never picks a due consumable, so the restock lane disappears",
-        _stage(workflow_stages.RANKER, _no_restock),
+        _stage(stages.RANKER, _no_restock),
         _WORKFLOW_GATE,
     ),
     _mutant(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -34,12 +33,13 @@ from vitrine.service.protocol import (
     ToolEvent,
     UnknownPersonaError,
 )
+from vitrine_shop.domain import SKU_IN_TEXT
 from vitrine_shop.front_desk import FrontDesk, catalogue_vocabulary
 
 if TYPE_CHECKING:
     from vitrine.bench.response import SubjectResponse
     from vitrine.providers.base import ChatModel
-    from vitrine_shop.services import ShopServices
+    from vitrine_shop.operations import ShopServices
 
 __all__ = [
     "ARCHITECTURES",
@@ -59,7 +59,6 @@ REPEAT_OWNED = "repeat-owned"
 BROKEN_MODEL = "broken-model"
 REGRESSIONS = (REPEAT_OWNED, BROKEN_MODEL)
 
-_SKU = re.compile(r"\bGLX-\d{4}\b")
 FRONT_DESK_LAYER = "front-desk"
 BROKEN_ANSWER = "Sorry, I am a broken model"
 
@@ -147,7 +146,7 @@ class ShopAssistant:
         response = await self._subject_answer(services, persona_id, user_turns)
         answer = response.answer or ""
         structured = response.structured or {}
-        skus = tuple(dict.fromkeys(_SKU.findall(answer)))
+        skus = tuple(dict.fromkeys(SKU_IN_TEXT.findall(answer)))
         screen = structured.get("screen")
         facts: dict[str, object] = {}
         if isinstance(screen, dict) and "status" in screen:
@@ -279,7 +278,9 @@ def _repeat_owned(
     from vitrine_shop.memory import extract_constraints
 
     lines = answer.split("\n")
-    listed = [i for i, line in enumerate(lines) if line.startswith("- ") and _SKU.search(line)]
+    listed = [
+        i for i, line in enumerate(lines) if line.startswith("- ") and SKU_IN_TEXT.search(line)
+    ]
     if not listed:
         return answer  # an abstention or a refusal has no list to corrupt
     constraints = extract_constraints(user_turns)
