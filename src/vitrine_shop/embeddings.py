@@ -475,7 +475,7 @@ def record_offline_texts() -> list[str]:
     from dataclasses import replace
 
     from vitrine.plans.base import PlanRequest
-    from vitrine_shop.evals.offline_modes import run_mode
+    from vitrine_shop.evals.offline import run_mode
 
     recording: list[str] = []
     _recordings.append(recording)

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 
 from vitrine import Authority, RunResult
 from vitrine.store import load_run
+from vitrine.suite_pipeline import SuiteRun
 from vitrine_shop.evals.benchmarks import canonical_definition
-from vitrine_shop.evals.offline import REFERENCE_ARM, REPETITIONS, SuiteRun
+from vitrine_shop.evals.offline import REFERENCE_ARM, REPETITIONS
 from vitrine_shop.evals.predicates import RECOMMENDATION_CHECK_KEYS
 from vitrine_shop.evals.production import PRODUCTION_CHECK_KEYS
 

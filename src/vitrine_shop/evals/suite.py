@@ -76,7 +76,7 @@ _LIVE_FUNCTIONS = {
 
 async def _run_offline(request: PlanRequest) -> PlanOutcome:
     # Imported on use: the suite runs the shop and its models, which --help must not load.
-    from vitrine_shop.evals.offline_modes import run_mode
+    from vitrine_shop.evals.offline import run_mode
 
     return await run_mode(request)
 
@@ -166,7 +166,7 @@ SUITE = Suite(
     default_plan=OFFLINE_PLAN,
     components={
         "rag": "vitrine_shop.rag:RAG",
-        "service": "vitrine_shop.service:create_assistant",
+        "service": "vitrine_shop.served_assistant:create_assistant",
         "redteam-target": "vitrine_shop.redteam.target:REDTEAM_TARGET",
         "mutants": "vitrine_shop.evals.mutants:CATALOGUE",
     },
