@@ -79,11 +79,12 @@ def read_json(path: Path) -> dict[str, Any]:
     return value
 
 
-def append_line(path: Path, record: Mapping[str, Any]) -> None:
+def append_line(path: Path, record: Mapping[str, Any], *, durable: bool = True) -> None:
     """Append one record to a shared log with a single O_APPEND write, then sync it.
 
     Several processes may seal runs into the same history at once; a single small write to a file
-    opened for appending lands whole, so their lines interleave but never mix.
+    opened for appending lands whole, so their lines interleave but never mix. ``durable=False``
+    skips the sync, for a log that only repeats what a synced one already holds.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -94,7 +95,8 @@ def append_line(path: Path, record: Mapping[str, Any]) -> None:
             # would be one malformed line and lost; closing the fragment first keeps it whole.
             line = b"\n" + line
         os.write(fd, line)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
 

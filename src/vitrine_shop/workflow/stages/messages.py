@@ -6,6 +6,8 @@ payload does not hold (a SKU that was not a candidate, an interest that was not 
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -85,6 +87,16 @@ def schema_of(stage: str) -> type[StrictSchema]:
         ) from None
 
 
+def _json_schema(schema: type[StrictSchema]) -> dict[str, Any]:
+    # Pydantic rebuilds a schema on every call; a stage's never changes (built once, copied).
+    return copy.deepcopy(_built_schema(schema))
+
+
+@functools.cache
+def _built_schema(schema: type[StrictSchema]) -> dict[str, Any]:
+    return schema.model_json_schema()
+
+
 def stage_request(
     stage: str,
     payload: Mapping[str, Any],
@@ -105,7 +117,7 @@ def stage_request(
             ChatMessage("system", system),
             ChatMessage("user", json.dumps(payload, ensure_ascii=False, sort_keys=True)),
         ),
-        response_format=ResponseFormat(stage, schema.model_json_schema()),
+        response_format=ResponseFormat(stage, _json_schema(schema)),
         max_output_tokens=max_output_tokens,
         temperature=0.0,
         purpose=stage,
