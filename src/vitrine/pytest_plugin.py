@@ -1,26 +1,36 @@
-"""vitrine's pytest plugin: behaviour tests over a real assistant service.
+"""vitrine's pytest plugin: tests of an agent, in process or behind HTTP, with recorded metrics.
 
 Loaded in every pytest session through the ``pytest11`` entry point, so importing it costs
 only pytest and the standard library; httpx, the judge and the providers load on first use.
 
-- ``vitrine_chat``: a client that opens real server-sent-event sessions against
-  ``EVAL_API_URL`` (default http://localhost:8000) and returns what it captured. When the
-  service is unreachable the test is skipped with the reason, unless
-  ``VITRINE_REQUIRE_SERVICE`` is set, in which case it fails: CI must not pass by skipping.
+- ``vitrine_ask``: asks the in-process subject (an ``async def subject(case)`` or a plain
+  function returning a :class:`vitrine.SubjectResponse`, the same shape an ``Arm`` takes)
+  and returns its response. The subject is named in the ini file (``vitrine_subject =
+  module:attr``), or a conftest overrides the ``vitrine_subject`` fixture.
+- ``vitrine_chat``: a client that opens real sessions against a chat endpoint and returns
+  what it captured. The URL comes from ``--vitrine-url``, the ``vitrine_url`` ini value or
+  ``EVAL_API_URL`` (default http://localhost:8000); the adapter (how the endpoint is spoken
+  to) from ``--vitrine-adapter``/``vitrine_adapter`` = ``module:attr``, or an override of the
+  ``vitrine_adapter`` fixture; the default speaks ``vitrine serve``'s protocol (server-sent
+  events on ``POST /v1/chat``), :class:`JsonChatAdapter` any JSON endpoint. When the endpoint
+  is unreachable the test is skipped with the reason, unless ``VITRINE_REQUIRE_SERVICE`` is
+  set, in which case it fails: CI must not pass by skipping.
 - ``vitrine_metrics``: metrics recorded per test. Deterministic ones (regex and structural)
-  have threshold 1.0 and always run. Judged ones (G-Eval style: criteria, evaluation steps, a
-  0–1 score, a threshold between 0.65 and 1.0) run only when a judge is configured
-  (``VITRINE_JUDGE_PROVIDER`` = openai, azure or local; or ``VITRINE_JUDGE_FACTORY`` =
-  ``module:attr`` returning a judge). Every metric of a test is recorded, even after one
-  failed; when the test body ends, a test with failed metrics fails with all their messages.
-  A test with a judged metric that could not be measured is never reported as passed: it is
-  skipped with the reason, or fails with ``--vitrine-unmeasured=fail`` (or
-  ``VITRINE_UNMEASURED=fail``).
+  have threshold 1.0 and always run; a structural check may also be not applicable
+  (``check(name, None, why)`` or ``not_applicable(name, why)``), which neither passes nor
+  fails. Judged ones (G-Eval style: criteria, evaluation steps, a 0–1 score, a threshold
+  between 0.65 and 1.0) run only when a judge is configured (``VITRINE_JUDGE_PROVIDER`` =
+  openai, azure or local; or ``VITRINE_JUDGE_FACTORY`` = ``module:attr`` returning a judge).
+  Every metric of a test is recorded, even after one failed; when the test body ends, a test
+  with failed metrics fails with all their messages. A test with a judged metric that could
+  not be measured is never reported as passed: it is skipped with the reason, or fails with
+  ``--vitrine-unmeasured=fail`` (or ``VITRINE_UNMEASURED=fail``).
 - ``@pytest.mark.case("TC-P1-003")`` gives a test its id, selectable with ``-k TC-P1-003``;
   ``adversarial`` marks tests kept out of the CI count.
 - ``--vitrine-report DIR`` writes ``behaviour-report.json`` and ``behaviour-report.html``
   (self-contained, escaped) with every test's metrics and, per turn, the ``layer`` of the
-  service that produced the answer, at the end of the session.
+  service that produced the answer, at the end of the session; the endpoint's URL is named
+  only when one was used.
 """
 
 from __future__ import annotations
@@ -31,277 +41,61 @@ import html
 import json
 import os
 import re
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:
-    import httpx
+from vitrine.subjects.chat_client import (
+    ChatAdapter,
+    ChatClient,
+    ChatSession,
+    Event,
+    JsonChatAdapter,
+    ServiceChatAdapter,
+    ServiceUnavailable,
+    Transcript,
+    Turn,
+    parse_sse,
+)
 
+if TYPE_CHECKING:
+    from vitrine.bench.response import SubjectResponse
     from vitrine.judge.base import Judge
 
 __all__ = [
     "DEFAULT_API_URL",
+    "ChatAdapter",
     "ChatClient",
     "ChatSession",
+    "Event",
+    "JsonChatAdapter",
     "Metric",
     "Metrics",
+    "ServiceChatAdapter",
     "ServiceUnavailable",
+    "SubjectProbe",
     "Transcript",
     "Turn",
+    "parse_sse",
 ]
 
 DEFAULT_API_URL = "http://localhost:8000"
 JUDGED_MIN_THRESHOLD = 0.65
 CASE_ID = re.compile(r"^TC-[A-Z0-9]+-\d{3}$")
 REPORT_SCHEMA = "vitrine.behaviour-report/1"
-_TIMEOUT_S = 60.0
-_MAX_RATE_RETRIES = 3
-_MAX_RETRY_WAIT_S = 5.0
 _DETAIL_LIMIT = 400
 
 UNMEASURED_CHOICES = ("skip", "fail")
 _UNMEASURED_ENV = "VITRINE_UNMEASURED"
+METRIC_STATES = ("passed", "failed", "skipped", "not_applicable")
 
 _metrics_key = pytest.StashKey["Metrics"]()
-_turns_key = pytest.StashKey[list["Turn"]]()
-
-
-# --- captured conversations --------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    type: str
-    data: dict[str, Any]
-
-
-@dataclass(slots=True)
-class Turn:
-    """One request and what came back: the events of a stream, or a problem document."""
-
-    message: str
-    status_code: int
-    request_id: str | None
-    events: list[Event] = field(default_factory=list)
-    problem: dict[str, Any] | None = None
-
-    @property
-    def final(self) -> dict[str, Any] | None:
-        finals = [e.data for e in self.events if e.type == "message.final"]
-        return finals[-1] if finals else None
-
-    @property
-    def answer(self) -> str:
-        return str((self.final or {}).get("answer", ""))
-
-    @property
-    def skus(self) -> list[str]:
-        return [str(s) for s in (self.final or {}).get("skus", [])]
-
-    @property
-    def abstained(self) -> bool:
-        return bool((self.final or {}).get("abstained", False))
-
-    @property
-    def layer(self) -> str | None:
-        """Which layer of the service produced the answer (``front-desk``, ``agent``...)."""
-        value = (self.final or {}).get("layer")
-        return None if value is None else str(value)
-
-    @property
-    def session_id(self) -> str | None:
-        final = self.final or next((e.data for e in self.events if e.type == "error"), {})
-        value = final.get("session_id")
-        return None if value is None else str(value)
-
-    @property
-    def tool_calls(self) -> list[dict[str, Any]]:
-        return [e.data for e in self.events if e.type == "tool.call"]
-
-    @property
-    def deltas(self) -> str:
-        return "".join(
-            str(e.data.get("text", "")) for e in self.events if e.type == "message.delta"
-        )
-
-    @property
-    def errors(self) -> list[str]:
-        return [str(e.data.get("message", "")) for e in self.events if e.type == "error"]
-
-
-@dataclass(slots=True)
-class Transcript:
-    persona_id: str | None
-    turns: list[Turn] = field(default_factory=list)
-
-    @property
-    def last(self) -> Turn:
-        if not self.turns:
-            raise LookupError("the transcript has no turns: nothing was sent")
-        return self.turns[-1]
-
-    @property
-    def answer(self) -> str:
-        return self.last.answer
-
-    @property
-    def skus(self) -> list[str]:
-        return self.last.skus
-
-    @property
-    def all_skus(self) -> list[str]:
-        return list(dict.fromkeys(s for turn in self.turns for s in turn.skus))
-
-    @property
-    def tool_calls(self) -> list[dict[str, Any]]:
-        return [call for turn in self.turns for call in turn.tool_calls]
-
-
-class ServiceUnavailable(Exception):
-    """The service could not be reached at all (connection refused, DNS, timeout)."""
-
-
-def parse_sse(lines: Iterator[str]) -> Iterator[Event]:
-    """Events from server-sent-event lines; an event without JSON data keeps its raw text."""
-    name = "message"
-    data: list[str] = []
-    for line in lines:
-        if line == "":
-            if data:
-                raw = "\n".join(data)
-                try:
-                    payload = json.loads(raw)
-                except json.JSONDecodeError:
-                    payload = {"raw": raw}
-                yield Event(name, payload if isinstance(payload, dict) else {"value": payload})
-            name, data = "message", []
-        elif line.startswith(":"):
-            continue  # a comment line (keep-alive)
-        else:
-            key, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if key == "event":
-                name = value
-            elif key == "data":
-                data.append(value)
-    if data:
-        yield Event(name, {"raw": "\n".join(data), "incomplete": True})
-
-
-class ChatSession:
-    """A conversation with the service; the first send opens it, later sends continue it."""
-
-    def __init__(self, client: ChatClient, persona_id: str | None) -> None:
-        self._client = client
-        self.transcript = Transcript(persona_id)
-        self.session_id: str | None = None
-
-    def send(self, message: str) -> Turn:
-        body: dict[str, Any] = {"message": message}
-        if self.session_id is None:
-            if self.transcript.persona_id is not None:
-                body["persona_id"] = self.transcript.persona_id
-        else:
-            body["session_id"] = self.session_id
-        turn = self._client.post_chat(body)
-        self.transcript.turns.append(turn)
-        if self.session_id is None:
-            self.session_id = turn.session_id
-        return turn
-
-
-class ChatClient:
-    """Real HTTP to the service, through httpx; ``chat(persona, *messages)`` runs a session."""
-
-    def __init__(self, base_url: str, *, timeout_s: float = _TIMEOUT_S) -> None:
-        import httpx
-
-        self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
-        self._log: list[Turn] | None = None
-
-    def record_into(self, log: list[Turn] | None) -> None:
-        """Append every turn sent from now on to ``log`` (None: stop recording)."""
-        self._log = log
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __call__(self, persona_id: str | None, *messages: str) -> Transcript:
-        if not messages:
-            raise ValueError("send at least one message: an empty conversation tests nothing")
-        session = self.session(persona_id)
-        for message in messages:
-            session.send(message)
-        return session.transcript
-
-    def session(self, persona_id: str | None) -> ChatSession:
-        return ChatSession(self, persona_id)
-
-    def health(self) -> tuple[int, dict[str, Any]]:
-        import httpx
-
-        try:
-            response = self._http.get("/health", timeout=5.0)
-        except httpx.HTTPError as exc:
-            raise ServiceUnavailable(f"{type(exc).__name__}") from exc
-        try:
-            body = response.json()
-        except ValueError:
-            body = {}
-        return response.status_code, body if isinstance(body, dict) else {}
-
-    def post_chat(self, body: dict[str, Any] | str) -> Turn:
-        """POST /v1/chat and capture the stream; a raw string body is sent as given."""
-        for attempt in range(_MAX_RATE_RETRIES + 1):
-            turn, retry_after = self._post_once(body)
-            if turn.status_code != 429 or attempt == _MAX_RATE_RETRIES:
-                if self._log is not None:
-                    self._log.append(turn)
-                return turn
-            # A polite client waits as told; the limit protects the service, not the test.
-            time.sleep(min(_MAX_RETRY_WAIT_S, retry_after))
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _post_once(self, body: dict[str, Any] | str) -> tuple[Turn, float]:
-        message = str(body.get("message", "")) if isinstance(body, dict) else body
-        kwargs: dict[str, Any] = (
-            {"json": body}
-            if isinstance(body, dict)
-            else {"content": body, "headers": {"content-type": "application/json"}}
-        )
-        with self._http.stream("POST", "/v1/chat", **kwargs) as response:
-            turn = Turn(message, response.status_code, response.headers.get("x-request-id"))
-            if response.status_code == 200 and response.headers.get("content-type", "").startswith(
-                "text/event-stream"
-            ):
-                turn.events.extend(parse_sse(response.iter_lines()))
-            else:
-                response.read()
-                turn.problem = _json_or_text(response)
-            retry = _retry_after(response)
-        return turn, retry
-
-
-def _json_or_text(response: httpx.Response) -> dict[str, Any]:
-    try:
-        value = response.json()
-    except ValueError:
-        return {"text": response.text[:_DETAIL_LIMIT]}
-    return value if isinstance(value, dict) else {"value": value}
-
-
-def _retry_after(response: httpx.Response) -> float:
-    try:
-        return max(0.0, float(response.headers.get("retry-after", "1")))
-    except ValueError:
-        return 1.0
+_turns_key = pytest.StashKey[list[Turn]]()
+_api_url_key = pytest.StashKey[str]()
 
 
 # --- metrics -------------------------------------------------------------------------------
@@ -313,7 +107,7 @@ class Metric:
     kind: str  # "regex", "structural" or "judged"
     score: float | None
     threshold: float
-    state: str  # "passed", "failed" or "skipped"
+    state: str  # one of METRIC_STATES; "skipped" is a judged metric that was not measured
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -358,12 +152,24 @@ class Metrics:
                 pytest.fail(f"{reason} (--vitrine-unmeasured=fail)", pytrace=False)
             pytest.skip(reason)
 
-    def check(self, name: str, passed: bool, detail: str = "") -> Metric:
-        """A structural metric: a fact about the captured response, threshold 1.0."""
+    def check(self, name: str, passed: bool | None, detail: str = "") -> Metric:
+        """A structural metric: a fact about the captured response, threshold 1.0.
+
+        ``passed=None`` records that the check does not apply to this response (``detail``
+        says why): neither a pass nor a failure, and never a reason to skip the test.
+        """
+        if passed is None:
+            return self.not_applicable(name, detail)
         score = 1.0 if passed else 0.0
         return self._record(
             Metric(name, "structural", score, 1.0, "passed" if passed else "failed", _bound(detail))
         )
+
+    def not_applicable(self, name: str, why: str) -> Metric:
+        """Record that structural check ``name`` does not apply here, and why."""
+        if not why.strip():
+            raise ValueError(f"metric {name!r}: say why it does not apply")
+        return self._record(Metric(name, "structural", None, 1.0, "not_applicable", _bound(why)))
 
     def regex(
         self, name: str, text: str, pattern: str, *, present: bool = True, flags: int = re.I
@@ -487,6 +293,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="what a test with a judged metric that could not be measured becomes: skip "
         f"(default) or fail; also {_UNMEASURED_ENV}",
     )
+    group.addoption(
+        "--vitrine-url",
+        metavar="URL",
+        default=None,
+        help="the chat endpoint vitrine_chat talks to (also the vitrine_url ini value, "
+        f"EVAL_API_URL; default {DEFAULT_API_URL})",
+    )
+    group.addoption(
+        "--vitrine-adapter",
+        metavar="MODULE:ATTR",
+        default=None,
+        help="how the endpoint is spoken to: a ChatAdapter, or a function returning one "
+        "(also the vitrine_adapter ini value; default: the vitrine serve protocol)",
+    )
+    parser.addini("vitrine_url", "the chat endpoint vitrine_chat talks to", default="")
+    parser.addini("vitrine_adapter", "MODULE:ATTR of the endpoint's ChatAdapter", default="")
+    parser.addini(
+        "vitrine_subject",
+        "MODULE:ATTR of the in-process subject vitrine_ask calls (subject(case) -> "
+        "SubjectResponse)",
+        default="",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -520,23 +348,51 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def vitrine_api_url() -> str:
-    return os.environ.get("EVAL_API_URL", "").strip() or DEFAULT_API_URL
+def vitrine_api_url(pytestconfig: pytest.Config) -> str:
+    """The chat endpoint's URL: --vitrine-url, the vitrine_url ini value, EVAL_API_URL."""
+    given = pytestconfig.getoption("--vitrine-url", None) or pytestconfig.getini("vitrine_url")
+    return str(given or "").strip() or _env_url() or DEFAULT_API_URL
+
+
+def _env_url() -> str:
+    return os.environ.get("EVAL_API_URL", "").strip()
 
 
 @pytest.fixture(scope="session")
-def vitrine_service(vitrine_api_url: str) -> Iterator[ChatClient]:
+def vitrine_adapter(pytestconfig: pytest.Config) -> ChatAdapter:
+    """How the endpoint is spoken to; override this fixture or name one with --vitrine-adapter."""
+    spec = pytestconfig.getoption("--vitrine-adapter", None) or pytestconfig.getini(
+        "vitrine_adapter"
+    )
+    if not spec:
+        return ServiceChatAdapter()
+    value = _load_object(str(spec), "--vitrine-adapter / vitrine_adapter")
+    if isinstance(value, type) or (not isinstance(value, ChatAdapter) and callable(value)):
+        value = value()  # a class or a factory
+    if not isinstance(value, ChatAdapter):
+        raise pytest.UsageError(
+            f"vitrine_adapter {spec} is a {type(value).__name__}, not a ChatAdapter (path, "
+            "health_path, request_body, json_events)"
+        )
+    return value
+
+
+@pytest.fixture(scope="session")
+def vitrine_service(
+    pytestconfig: pytest.Config, vitrine_api_url: str, vitrine_adapter: ChatAdapter
+) -> Iterator[ChatClient]:
     """A client for a service known to be up; skips (or, when required, fails) otherwise."""
-    client = ChatClient(vitrine_api_url)
+    pytestconfig.stash[_api_url_key] = vitrine_api_url
+    client = ChatClient(vitrine_api_url, adapter=vitrine_adapter)
     required = os.environ.get("VITRINE_REQUIRE_SERVICE", "").strip() not in ("", "0")
     try:
         status, body = _wait_until_ready(client)
     except ServiceUnavailable as exc:
         client.close()
-        reason = f"the service at EVAL_API_URL={vitrine_api_url} is unreachable ({exc})"
+        reason = f"the service at {vitrine_api_url} is unreachable ({exc})"
         if required:
             pytest.fail(f"{reason}; VITRINE_REQUIRE_SERVICE is set, so this is a failure")
-        pytest.skip(f"{reason}; start it with `vitrine serve` or set EVAL_API_URL")
+        pytest.skip(f"{reason}; start it (`vitrine serve`) or set --vitrine-url / EVAL_API_URL")
     if status != 200:
         client.close()
         pytest.fail(
@@ -566,6 +422,90 @@ def vitrine_chat(
     vitrine_service.record_into(turns)
     yield vitrine_service
     vitrine_service.record_into(None)
+
+
+@pytest.fixture(scope="session")
+def vitrine_subject(pytestconfig: pytest.Config) -> Callable[..., Any]:
+    """The in-process subject named by the vitrine_subject ini value; override to supply one."""
+    spec = str(pytestconfig.getini("vitrine_subject") or "").strip()
+    if not spec:
+        raise pytest.UsageError(
+            "vitrine_ask needs a subject: set vitrine_subject = module:attr in the ini file, or "
+            "define a vitrine_subject fixture in conftest.py returning subject(case)"
+        )
+    value = _load_object(spec, "vitrine_subject")
+    if not callable(value):
+        raise pytest.UsageError(f"vitrine_subject {spec} is a {type(value).__name__}, not callable")
+    return value  # type: ignore[no-any-return]
+
+
+class SubjectProbe:
+    """Asks the in-process subject one case at a time: ``vitrine_ask("Say hello")``.
+
+    ``vitrine_ask(input)`` runs the subject to completion (it must not be called inside a
+    running event loop; ``await vitrine_ask.respond(input)`` is the form for async tests). The
+    subject is called exactly as an ``Arm`` calls it, and anything but a SubjectResponse is
+    refused the same way.
+    """
+
+    def __init__(self, subject: Callable[..., Any], case_id: str) -> None:
+        from vitrine.bench.model import Arm
+
+        self._arm = Arm("pytest", subject)
+        self._case_id = case_id
+        self.responses: list[SubjectResponse] = []
+
+    def __call__(
+        self, input: Any, *, case_id: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> SubjectResponse:
+        import asyncio
+
+        return asyncio.run(self._respond(input, case_id, metadata))
+
+    def respond(
+        self, input: Any, *, case_id: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> Awaitable[SubjectResponse]:
+        """The awaitable form of calling the probe."""
+        return self._respond(input, case_id, metadata)
+
+    async def _respond(
+        self, input: Any, case_id: str | None, metadata: Mapping[str, Any] | None
+    ) -> SubjectResponse:
+        from types import MappingProxyType
+
+        from vitrine.bench.model import Case
+
+        case = Case(case_id or self._case_id, input, MappingProxyType(dict(metadata or {})))
+        response = await self._arm.respond(case)
+        self.responses.append(response)
+        return response
+
+
+@pytest.fixture
+def vitrine_ask(
+    request: pytest.FixtureRequest, vitrine_subject: Callable[..., Any]
+) -> SubjectProbe:
+    """Ask the in-process subject; the case id is the test's (its case marker, else its name)."""
+    marker = request.node.get_closest_marker("case")
+    case_id = str(marker.args[0]) if marker is not None and marker.args else request.node.name
+    return SubjectProbe(vitrine_subject, case_id)
+
+
+def _load_object(spec: str, where: str) -> Any:
+    """Import ``module:attr``; anything wrong is a usage error that names the setting."""
+    import importlib
+
+    module_name, _, attr = spec.strip().partition(":")
+    if not module_name or not attr:
+        raise pytest.UsageError(f"{where} expects module:attr, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise pytest.UsageError(f"{where} {spec}: cannot import {module_name!r} ({exc})") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise pytest.UsageError(f"{where} {spec}: {module_name!r} has no {attr!r}") from None
 
 
 @pytest.fixture
@@ -651,18 +591,25 @@ class _Recorder:
             state: sum(1 for t in tests if t.get("outcome") == state)
             for state in ("passed", "failed", "skipped")
         }
-        document = {
+        document: dict[str, Any] = {
             "schema": REPORT_SCHEMA,
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "api_url": os.environ.get("EVAL_API_URL", "").strip() or DEFAULT_API_URL,
             "exit_status": int(exitstatus),
             "totals": totals,
             "tests": tests,
         }
+        # Only an endpoint that was used is named: tests of an in-process subject have none.
+        api_url = self.config.stash.get(_api_url_key, None)
+        if api_url is not None:
+            document["api_url"] = api_url
+        from vitrine.store.files import atomic_write_bytes
+
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)
-        _write_atomic(root / "behaviour-report.json", json.dumps(document, indent=2) + "\n")
-        _write_atomic(root / "behaviour-report.html", render_html(document))
+        atomic_write_bytes(
+            root / "behaviour-report.json", (json.dumps(document, indent=2) + "\n").encode()
+        )
+        atomic_write_bytes(root / "behaviour-report.html", render_html(document).encode())
 
 
 _PLUMBING_MARKERS = frozenset({"case", "parametrize", "usefixtures", "filterwarnings"})
@@ -680,22 +627,12 @@ def _unmeasured_choice(config: pytest.Config) -> str:
     return from_env
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        Path(temp).replace(path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 _STYLE = (
     "body{font:14px system-ui,sans-serif;margin:2em;color:#222}"
     "table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:4px 8px;"
     "text-align:left;vertical-align:top}th{background:#f4f4f4}.passed{color:#0a6b2d}"
-    ".failed{color:#b00020;font-weight:bold}.skipped{color:#8a6d00}code{font-size:12px}"
+    ".failed{color:#b00020;font-weight:bold}.skipped{color:#8a6d00}.not_applicable{color:#555}"
+    "code{font-size:12px}"
 )
 
 
@@ -707,7 +644,8 @@ def render_html(document: dict[str, Any]) -> str:
         metrics = test.get("metrics") or []
         cells = "<br>".join(
             f'<span class="{e(str(m["state"]))}">{e(str(m["name"]))} ({e(str(m["kind"]))}): '
-            f"{e(_score(m['score']))} / {e(str(m['threshold']))} {e(str(m['state']))}</span>"
+            f"{e(_score(m['score'], m['state']))} / {e(str(m['threshold']))} "
+            f"{e(str(m['state']))}</span>"
             + (f" <code>{e(str(m['detail']))}</code>" if m.get("detail") else "")
             for m in metrics
         )
@@ -722,11 +660,12 @@ def render_html(document: dict[str, Any]) -> str:
         )
     totals = document["totals"]
     summary = ", ".join(f"{e(str(v))} {e(k)}" for k, v in totals.items())
+    service = f"service {e(str(document['api_url']))}; " if document.get("api_url") else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>vitrine behaviour report</title>"
         f"<style>{_STYLE}</style></head><body><h1>Behaviour report</h1>"
-        f"<p>{summary}; service {e(str(document['api_url']))}; {e(str(document['created']))}</p>"
+        f"<p>{summary}; {service}{e(str(document['created']))}</p>"
         "<table><thead><tr><th>case</th><th>test</th><th>markers</th><th>outcome</th>"
         "<th>answered by</th><th>metrics (score / threshold)</th></tr></thead><tbody>"
         + "".join(rows)
@@ -734,5 +673,7 @@ def render_html(document: dict[str, Any]) -> str:
     )
 
 
-def _score(value: object) -> str:
-    return "not measured" if value is None else f"{float(str(value)):.2f}"
+def _score(value: object, state: object = None) -> str:
+    if value is None:
+        return "not applicable" if state == "not_applicable" else "not measured"
+    return f"{float(str(value)):.2f}"
