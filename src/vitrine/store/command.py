@@ -1,11 +1,12 @@
-"""``vitrine runs``: list the sealed runs of a store, and find what a killed process left.
+"""``vitrine runs``: list the sealed runs of a store; find and finish what a killed process left.
 
 ``vitrine runs list`` reads the store's run index newest first (filters by definition, arm and
-verdict); ``vitrine runs unsealed`` lists runs that were started but never sealed (resumable
-with :func:`vitrine.bench.runner.resume_run`) and debris (run folders without a manifest,
-temporary files of interrupted writes); ``vitrine runs sweep`` removes the debris, never an
-unsealed run. Exit codes: 0 done, 1 ``unsealed`` found something, 2 bad arguments, 4 the store
-cannot be read.
+verdict); ``vitrine runs unsealed`` lists runs that were started but never sealed and debris
+(run folders without a manifest, temporary files of interrupted writes); ``vitrine runs
+resume`` finishes an unsealed run with the benchmark that started it (``--benchmark
+MODULE:ATTR``) and seals it; ``vitrine runs sweep`` removes the debris, never an unsealed run.
+Exit codes: 0 done (also: nothing to resume), 1 ``unsealed`` found something, 2 bad arguments
+(also: several unsealed runs and none named), 4 the store cannot be read or written.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vitrine.commandline import INFRASTRUCTURE, CommandRefusal, RefusingParser, run_command
-from vitrine.outcomes import Verdict
+from vitrine.outcomes import ExitCode, Verdict
+
+if TYPE_CHECKING:
+    from vitrine.bench.model import Arm, BenchmarkDefinition
 
 __all__ = ["build_parser", "main"]
 
 PROG = "vitrine runs"
-_OK, _FOUND = 0, 1
+_OK, _FOUND = ExitCode.PASS, ExitCode.MEASURED_FAILURE
 
 
 def _positive(text: str) -> int:
@@ -56,6 +61,22 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=_positive, default=50, help="at most N rows (50)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     unsealed = commands.add_parser("unsealed", help="unsealed runs and debris: exit 1 if any")
+    resume = commands.add_parser("resume", help="finish the run a killed process left unsealed")
+    resume.add_argument(
+        "run_id", nargs="?", metavar="RUN_ID", help="the run to resume (needed when several are)"
+    )
+    resume.add_argument(
+        "--benchmark",
+        metavar="MODULE:ATTR",
+        help="a function returning (definition, arms): the code that started the run",
+    )
+    resume.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=16,
+        metavar="N",
+        help="at most N trials at once (16)",
+    )
     sweep = commands.add_parser("sweep", help="remove debris left by killed processes")
     sweep.add_argument(
         "--older-than",
@@ -64,9 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="only debris at least this old, so no live writer loses its files (600)",
     )
-    for sub in (listing, unsealed, sweep):
+    for sub in (listing, unsealed, resume, sweep):
         sub.add_argument(
             "--output",
+            "--store",
+            dest="output",
             metavar="DIR",
             type=Path,
             help="store root (default $VITRINE_HOME, ./.vitrine)",
@@ -89,6 +112,8 @@ def _run(args: argparse.Namespace) -> int:
             return _list(root, args)
         if args.command == "unsealed":
             return _unsealed(root)
+        if args.command == "resume":
+            return _resume(root, args)
         return _sweep(root, args.older_than)
     except OSError as exc:
         raise CommandRefusal(
@@ -131,7 +156,7 @@ def _unsealed(root: Path) -> int:
     out = sys.stdout
     for item in health.leftovers:
         advice = (
-            "resumable with vitrine.bench.runner.resume_run"
+            "`vitrine runs resume` finishes it"
             if item.kind == "unsealed-run"
             else "debris: `vitrine runs sweep` removes it"
         )
@@ -141,6 +166,110 @@ def _unsealed(root: Path) -> int:
         f"{len(health.debris)} debris\n"
     )
     return _FOUND if health.leftovers else _OK
+
+
+def _resume(root: Path, args: argparse.Namespace) -> int:
+    from vitrine.bench.recovery import select_unsealed
+    from vitrine.store.errors import RunStoreError
+
+    try:
+        target = select_unsealed(root, args.run_id)
+    except ValueError as exc:  # several unsealed runs and none named, or an unknown run id
+        raise CommandRefusal(str(exc)) from exc
+    except RunStoreError as exc:
+        raise CommandRefusal(str(exc), INFRASTRUCTURE) from exc
+    if target is None:
+        sys.stdout.write(
+            f"run {args.run_id} is already sealed: nothing to resume\n"
+            if args.run_id
+            else f"no unsealed run in {root}: nothing to resume\n"
+        )
+        return _OK
+    if not args.benchmark:
+        raise CommandRefusal(
+            f"run {target.describe()} is unsealed; name the code that started it with "
+            "--benchmark MODULE:ATTR (a function returning the definition and its arms): a run "
+            "is finished only by the benchmark that measures it"
+        )
+    definition, arms = _load_benchmark(args.benchmark)
+    return _finish(root, target.run_id, definition, arms, args.concurrency)
+
+
+def _finish(
+    root: Path, run_id: str, definition: BenchmarkDefinition, arms: list[Arm], concurrency: int
+) -> int:
+    from vitrine.bench.recovery import resume_unsealed
+    from vitrine.store.errors import ResumeMismatchError, RunStoreError
+
+    try:
+        resumed = resume_unsealed(root, definition, arms, run_id=run_id, concurrency=concurrency)
+    except ResumeMismatchError as exc:
+        raise CommandRefusal(str(exc)) from exc
+    except RunStoreError as exc:
+        raise CommandRefusal(str(exc), INFRASTRUCTURE) from exc
+    for run in resumed:
+        sys.stdout.write(
+            f"resumed {run.run_id}: {len(run.case_ids)} cases, verdict {run.verdict.value}, "
+            f"sealed in {Path(run.run_dir or '').relative_to(root).as_posix()}\n"
+        )
+    return _OK
+
+
+def _load_benchmark(spec: str) -> tuple[BenchmarkDefinition, list[Arm]]:
+    """Import ``module:attr`` and call it (when callable) for ``(definition, arm or arms)``."""
+    import importlib
+
+    from vitrine.redact import describe_exception
+
+    module_name, _, attr = spec.strip().partition(":")
+    if not module_name or not attr:
+        raise CommandRefusal(f"--benchmark expects MODULE:ATTR, got {spec[:80]!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (exc.name == module_name or module_name.startswith(exc.name + ".")):
+            raise CommandRefusal(f"--benchmark {spec}: no module named {module_name!r}") from None
+        raise CommandRefusal(
+            f"--benchmark {spec}: the module imports {exc.name!r}, which is not installed",
+            INFRASTRUCTURE,
+        ) from exc
+    except Exception as exc:
+        raise CommandRefusal(
+            f"--benchmark {spec}: importing the module failed ({describe_exception(exc)})",
+            INFRASTRUCTURE,
+        ) from exc
+    value = getattr(module, attr, None)
+    if value is None:
+        raise CommandRefusal(f"--benchmark {spec}: module {module_name!r} has no {attr!r}")
+    if callable(value):
+        try:
+            value = value()
+        except Exception as exc:
+            raise CommandRefusal(
+                f"--benchmark {spec}: building the benchmark failed ({describe_exception(exc)})",
+                INFRASTRUCTURE,
+            ) from exc
+    return _benchmark_pair(spec, value)
+
+
+def _benchmark_pair(spec: str, value: object) -> tuple[BenchmarkDefinition, list[Arm]]:
+    from vitrine.bench.model import Arm, BenchmarkDefinition
+
+    if isinstance(value, tuple) and len(value) == 2:
+        definition, arms = value
+        arm_list = [arms] if isinstance(arms, Arm) else []
+        if isinstance(arms, list | tuple):
+            arm_list = list(arms)
+        if (
+            isinstance(definition, BenchmarkDefinition)
+            and arm_list
+            and all(isinstance(arm, Arm) for arm in arm_list)
+        ):
+            return definition, arm_list
+    raise CommandRefusal(
+        f"--benchmark {spec} gave {type(value).__name__}, not (BenchmarkDefinition, arms): the "
+        "attribute must be, or return, the definition and its Arm (or a list of Arms)"
+    )
 
 
 def _sweep(root: Path, older_than: float) -> int:
