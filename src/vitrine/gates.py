@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from vitrine.bench.model import Authority
-from vitrine.outcomes import ExitCode, MeasurementState, Observation, aggregate_exit_codes
+from vitrine.outcomes import ExitCode, Observation, Status, aggregate_exit_codes
 
 __all__ = ["GateDecision", "GateResult", "decide", "gate_result"]
 
@@ -26,18 +26,12 @@ class GateResult:
         """The class this gate contributes; None for a diagnostic, which contributes nothing."""
         if self.authority is Authority.DIAGNOSTIC:
             return None
-        obs = self.observation
-        if obs.state is MeasurementState.MEASURED:
-            return ExitCode.PASS if obs.passed else ExitCode.MEASURED_FAILURE
-        # A mandatory gate that did not apply produced no evidence: it cannot pass by absence.
-        return ExitCode.NOT_MEASURED
+        return self.status.gate_exit_code
 
     @property
-    def status(self) -> str:
-        obs = self.observation
-        if obs.state is MeasurementState.MEASURED:
-            return "PASS" if obs.passed else "FAIL"
-        return "NOT MEASURED" if obs.state is MeasurementState.NOT_MEASURED else "N/A"
+    def status(self) -> Status:
+        """PASS, FAIL, N/A or NOT MEASURED: the gate's observation in the one vocabulary."""
+        return self.observation.status
 
 
 def gate_result(name: str, authority: Authority, observation: Observation) -> GateResult:

@@ -3,18 +3,29 @@
 The whole harness rests on one distinction: a check that *failed* is a different fact from a
 check that *could not be measured*, and both differ from a check that did not apply. They are
 kept apart from the first observation to the process exit code.
+
+This module is the one outcome vocabulary. The enums and the label table live in
+:mod:`vitrine.vocabulary`, which imports nothing but ``enum`` so that the command line stays
+fast; they are re-exported here, and this is where to import them from.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from vitrine.errors import VitrineError
 from vitrine.redact import sanitize_text
+from vitrine.vocabulary import (
+    ExitCode,
+    MeasurementState,
+    ObservationError,
+    Status,
+    Verdict,
+    aggregate_exit_codes,
+    status_of_label,
+)
 
 __all__ = [
     "Census",
@@ -22,25 +33,15 @@ __all__ = [
     "MeasurementState",
     "Observation",
     "ObservationError",
+    "Status",
     "Verdict",
     "aggregate_exit_codes",
     "exit_code_for_gate",
     "run_verdict",
+    "status_of_label",
 ]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-class MeasurementState(StrEnum):
-    """The three states of an observation; they are never merged into one another."""
-
-    MEASURED = "measured"
-    NOT_APPLICABLE = "not_applicable"
-    NOT_MEASURED = "not_measured"
-
-
-class ObservationError(ValueError, VitrineError):
-    """An observation whose fields contradict its measurement state."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,11 @@ class Observation:
             label=label,
             reason=sanitize_text(reason),
         )
+
+    @property
+    def status(self) -> Status:
+        """What this observation concluded, in the one vocabulary."""
+        return Status.of(self.state, self.passed)
 
     @property
     def is_measured(self) -> bool:
@@ -206,15 +212,6 @@ class Census:
         }
 
 
-class Verdict(StrEnum):
-    """Run verdict, in precedence order FAIL > PENDING > WARN > PASS."""
-
-    PASS = "PASS"
-    WARN = "WARN"
-    PENDING = "PENDING"
-    FAIL = "FAIL"
-
-
 def run_verdict(observations: Iterable[Observation]) -> Verdict:
     """FAIL on any measured failure; PENDING when nothing was measured; WARN on any gap."""
     census_measured = 0
@@ -231,54 +228,6 @@ def run_verdict(observations: Iterable[Observation]) -> Verdict:
     return Verdict.WARN if any_not_measured else Verdict.PASS
 
 
-class ExitCode(IntEnum):
-    """Process exit codes: 0 pass, 1 measured failure, 2 bad arguments, 3 not measured, 4 infra."""
-
-    PASS = 0
-    MEASURED_FAILURE = 1
-    INVALID_ARGUMENTS = 2
-    NOT_MEASURED = 3
-    INFRASTRUCTURE = 4
-
-    @property
-    def meaning(self) -> str:
-        return _EXIT_MEANINGS[self]
-
-
-_EXIT_MEANINGS = {
-    ExitCode.PASS: "pass",
-    ExitCode.MEASURED_FAILURE: "measured failure",
-    ExitCode.INVALID_ARGUMENTS: "invalid arguments",
-    ExitCode.NOT_MEASURED: "not measured",
-    ExitCode.INFRASTRUCTURE: "infrastructure failure",
-}
-
-# An absence must never hide behind a failure: a run that both failed a gate and could not
-# measure another exits 3, so the operator learns the evidence is incomplete.
-_PRIORITY = (
-    ExitCode.INVALID_ARGUMENTS,
-    ExitCode.INFRASTRUCTURE,
-    ExitCode.NOT_MEASURED,
-    ExitCode.MEASURED_FAILURE,
-    ExitCode.PASS,
-)
-
-
-def aggregate_exit_codes(codes: Iterable[ExitCode]) -> ExitCode:
-    """Infrastructure > not measured > measured failure > pass (argument errors above all)."""
-    seen = set(codes)
-    for code in _PRIORITY:
-        if code in seen:
-            return code
-    return ExitCode.PASS
-
-
 def exit_code_for_gate(observation: Observation) -> ExitCode:
-    """The process class one mandatory gate contributes.
-
-    A gate that could not apply has produced no evidence, so it counts as not measured: a
-    mandatory gate may not pass by being absent.
-    """
-    if observation.state is MeasurementState.MEASURED:
-        return ExitCode.PASS if observation.passed else ExitCode.MEASURED_FAILURE
-    return ExitCode.NOT_MEASURED
+    """The process class one mandatory gate contributes (see :attr:`Status.gate_exit_code`)."""
+    return observation.status.gate_exit_code

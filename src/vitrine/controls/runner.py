@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from vitrine.controls.model import ControlSpec, ManifestError
-from vitrine.outcomes import MeasurementState, Observation
+from vitrine.outcomes import Observation, Status, status_of_label
 from vitrine.redact import describe_exception, sanitize_text
 
 __all__ = [
@@ -39,12 +39,24 @@ _DETAIL_LIMIT = 160
 
 
 class OutcomeState(StrEnum):
-    PASS = "PASS"
-    FAIL = "FAIL"
-    NOT_APPLICABLE = "N/A"
-    NOT_MEASURED = "NOT MEASURED"
+    """One arm's outcome: a :class:`~vitrine.outcomes.Status`, or one of two exception states.
+
+    The first four are the one vocabulary's statuses under the same values; the two exception
+    states map onto it in :func:`vitrine.outcomes.status_of_label` (contained: red, error: not
+    measured).
+    """
+
+    PASS = Status.PASS.value
+    FAIL = Status.FAIL.value
+    NOT_APPLICABLE = Status.NOT_APPLICABLE.value
+    NOT_MEASURED = Status.NOT_MEASURED.value
     CONTAINED = "CONTAINED"  # the declared exception, raised in the broken arm only
     ERROR = "ERROR"  # any other exception: never evidence of a catch
+
+    @property
+    def status(self) -> Status:
+        """This arm's outcome in the one vocabulary."""
+        return status_of_label(self.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +144,11 @@ async def _resolve(value: Any) -> Any:
 def _outcome(observation: Observation) -> ControlOutcome:
     # An unlabelled predicate still says why in its evidence (e.g. the screen's reason codes).
     detail = observation.label or observation.reason or _compact(observation.evidence)
-    if observation.state is MeasurementState.MEASURED:
-        state = OutcomeState.PASS if observation.passed else OutcomeState.FAIL
-        return ControlOutcome(state, observation.passed, sanitize_text(detail, _DETAIL_LIMIT))
-    state = (
-        OutcomeState.NOT_APPLICABLE
-        if observation.state is MeasurementState.NOT_APPLICABLE
-        else OutcomeState.NOT_MEASURED
+    return ControlOutcome(
+        OutcomeState(observation.status.value),
+        observation.passed,
+        sanitize_text(detail, _DETAIL_LIMIT),
     )
-    return ControlOutcome(state, None, sanitize_text(detail, _DETAIL_LIMIT))
 
 
 def _compact(evidence: Mapping[str, Any]) -> str:

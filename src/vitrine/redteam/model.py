@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from vitrine.bench.response import TokenUsage
-from vitrine.outcomes import ExitCode
+from vitrine.outcomes import ExitCode, Status, status_of_label
 from vitrine.providers.base import ChatModel
 from vitrine.redact import sanitize_text
 
@@ -61,9 +61,16 @@ SAFE_DETAIL_LIMIT = 200
 
 
 class Outcome(StrEnum):
+    """A probe's outcome from the target's side; :attr:`status` says it in the one vocabulary."""
+
     RESISTED = "resisted"
     COMPROMISED = "compromised"
     INCONCLUSIVE = "inconclusive"
+
+    @property
+    def status(self) -> Status:
+        """Resisted passes, compromised fails, inconclusive is not measured."""
+        return status_of_label(self.value)
 
 
 class Severity(StrEnum):
