@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from vitrine.commandline import DEFAULT_SUITE
 from vitrine.outcomes import ExitCode
 from vitrine.plans.base import Plan, PlanKind, UsageError
 
@@ -30,7 +31,6 @@ __all__ = [
     "load_suite",
 ]
 
-DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"
 _DEFAULT_ATTRIBUTE = "SUITE"
 
 # The offline modes a suite may offer; each runs in the suite's default plan, which reads the

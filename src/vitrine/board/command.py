@@ -16,36 +16,27 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+
+from vitrine.commandline import (
+    INFRASTRUCTURE,
+    USAGE,
+    CommandRefusal,
+    RefusingParser,
+    add_store_option,
+    add_suite_option,
+    run_command,
+)
+from vitrine.vocabulary import ExitCode
 
 __all__ = ["main"]
 
 PROG = "vitrine board"
-_OK, _USAGE, _INFRA = 0, 2, 4
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-class _Usage(Exception):
-    """A refused request: printed and exited with 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _Usage(message)
-
-
-def _store_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store",
-        metavar="DIR",
-        type=Path,
-        help="run-store root (default $VITRINE_HOME, ./.vitrine)",
-    )
 
 
 def build_parser(export: bool) -> argparse.ArgumentParser:
     if export:
-        parser = _Parser(
+        parser = RefusingParser(
             prog=f"{PROG} export",
             description="Write a static, offline copy of the board into DIR (a CI artifact).",
             allow_abbrev=False,
@@ -57,39 +48,42 @@ def build_parser(export: bool) -> argparse.ArgumentParser:
             default=1000,
             help="export the pages of the newest N runs (default 1000); the index lists all",
         )
-        _store_option(parser)
+        add_store_option(parser)
         return parser
-    parser = _Parser(
+    parser = RefusingParser(
         prog=PROG,
         description=__doc__.split("\n\n")[0].replace("``", ""),
         epilog=f"{PROG} export DIR writes a static copy (see {PROG} export --help).",
         allow_abbrev=False,
     )
-    _store_option(parser)
+    add_store_option(parser)
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    parser.add_argument("--suite", metavar="MODULE:ATTR", help="suite for the setup panel")
+    add_suite_option(parser)
     return parser
 
 
 def main(argv: Sequence[str]) -> int:
+    """Run ``vitrine board`` or ``vitrine board export``; return the exit code."""
     args_list = list(argv)
     export = bool(args_list) and args_list[0] == "export"
-    parser = build_parser(export)
-    try:
-        args = parser.parse_args(args_list[1:] if export else args_list)
-    except _Usage as exc:
-        sys.stderr.write(parser.format_usage())
-        return _error(str(exc), _USAGE)
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else _USAGE
+    prog = f"{PROG} export" if export else PROG
+    return run_command(
+        prog,
+        build_parser(export),
+        args_list[1:] if export else args_list,
+        lambda args: _run(args, export=export),
+    )
+
+
+def _run(args: argparse.Namespace, *, export: bool) -> int:
     from vitrine.store.naming import resolve_root
 
-    root = resolve_root(args.store)
+    root = resolve_root(args.output)
     if not root.is_dir():
-        return _error(
+        raise CommandRefusal(
             f"no run store at {root}: run something first (vitrine --all) or pass --store DIR",
-            _USAGE if args.store is not None else _INFRA,
+            USAGE if args.output is not None else INFRASTRUCTURE,
         )
     if export:
         return _export(root, args.directory, args.max_runs)
@@ -101,7 +95,7 @@ def _serve(root: Path, args: argparse.Namespace) -> int:
     from vitrine.board.server import serve
 
     if not 0 <= args.port <= 65535:
-        return _error(f"--port must lie between 0 and 65535, got {args.port}", _USAGE)
+        raise CommandRefusal(f"--port must lie between 0 and 65535, got {args.port}")
     board = Board(root, suite=args.suite)
     # Read the header index and compile the index page before announcing the address, so the
     # first person to open it waits for the rows, not for a cold start.
@@ -122,33 +116,28 @@ def _serve(root: Path, args: argparse.Namespace) -> int:
 
             threading.Event().wait()
     except OSError as exc:
-        return _error(
+        raise CommandRefusal(
             f"cannot listen on {args.host}:{args.port} ({exc.strerror or type(exc).__name__})",
-            _INFRA,
-        )
+            INFRASTRUCTURE,
+        ) from None
     except KeyboardInterrupt:
         sys.stdout.write(f"{PROG}: stopped\n")
-    return _OK
+    return ExitCode.PASS
 
 
 def _export(root: Path, directory: Path, max_runs: int) -> int:
     from vitrine.board.export import export_board
 
     if max_runs < 1:
-        return _error(f"--max-runs must be at least 1, got {max_runs}", _USAGE)
+        raise CommandRefusal(f"--max-runs must be at least 1, got {max_runs}")
     if directory.exists() and not directory.is_dir():
-        return _error(f"{directory} exists and is not a directory", _USAGE)
+        raise CommandRefusal(f"{directory} exists and is not a directory")
     try:
         written = export_board(root, directory, max_runs=max_runs)
     except OSError as exc:
-        return _error(
+        raise CommandRefusal(
             f"cannot write the export into {directory} ({exc.strerror or type(exc).__name__})",
-            _INFRA,
-        )
+            INFRASTRUCTURE,
+        ) from None
     sys.stdout.write(f"{PROG} export: {written} pages\nartifact: {directory / 'index.html'}\n")
-    return _OK
-
-
-def _error(message: str, code: int) -> int:
-    sys.stderr.write(f"{PROG}: error: {message}\n")
-    return code
+    return ExitCode.PASS

@@ -13,13 +13,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vitrine.commandline import INFRASTRUCTURE, CommandRefusal, RefusingParser, run_command
+from vitrine.commandline import (
+    DEFAULT_SUITE,
+    INFRASTRUCTURE,
+    CommandRefusal,
+    RefusingParser,
+    add_suite_option,
+    load_suite_or_refuse,
+    run_command,
+)
+from vitrine.vocabulary import ExitCode
 
 __all__ = ["build_parser", "main"]
 
 PROG = "vitrine ci"
-_OK = 0
-_DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # as in vitrine.cli: kept import-free
 _COMPONENT_FOR = {"behaviour": "service", "redteam": "redteam-target", "rag": "rag"}
 
 
@@ -27,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = RefusingParser(prog=PROG, description=__doc__.split("\n\n")[0], allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=RefusingParser)
     init = commands.add_parser("init", help="write .github/workflows/eval-*.yml")
-    init.add_argument("--suite", metavar="MODULE:ATTR", default=_DEFAULT_SUITE)
+    add_suite_option(init)
     init.add_argument("--dir", type=Path, default=Path(), help="repository root (default: here)")
     init.add_argument(
         "--install",
@@ -45,17 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
+    """Run ``vitrine ci``; return the exit code."""
     return run_command(PROG, build_parser(), argv, _init)
 
 
 def _init(args: argparse.Namespace) -> int:
     from vitrine.ci.workflows import LAYERS, CiSettings, render_workflows
-    from vitrine.suite import SuiteLoadError, load_suite
 
-    try:
-        suite = load_suite(args.suite)
-    except SuiteLoadError as exc:
-        raise CommandRefusal(str(exc), int(exc.exit_code)) from exc
+    spec = DEFAULT_SUITE if args.suite is None else args.suite
+    suite = load_suite_or_refuse(spec)
     available = [
         layer
         for layer in LAYERS
@@ -75,7 +80,7 @@ def _init(args: argparse.Namespace) -> int:
             raise CommandRefusal(f"suite {suite.name} cannot run {', '.join(missing)}: {needs}")
     try:
         settings = CiSettings(
-            suite=args.suite,
+            suite=spec,
             install=args.install,
             deploy_workflow=args.deploy_workflow,
             ingest_workflow=args.ingest_workflow,
@@ -105,4 +110,4 @@ def _init(args: argparse.Namespace) -> int:
         ) from exc
     for name in files:
         sys.stdout.write(f"wrote {target / name}\n")
-    return _OK
+    return ExitCode.PASS

@@ -22,7 +22,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vitrine.commandline import CommandRefusal, RefusingParser, report, run_command
+from vitrine.commandline import (
+    DEFAULT_SUITE,
+    INFRASTRUCTURE,
+    CommandRefusal,
+    RefusingParser,
+    add_store_option,
+    add_suite_option,
+    load_suite_or_refuse,
+    report,
+    run_command,
+)
+from vitrine.vocabulary import ExitCode
 
 if TYPE_CHECKING:
     from vitrine.mutants.model import MutantCatalogue
@@ -30,8 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["build_parser", "main"]
 
 PROG = "vitrine mutants"
-_OK, _USAGE, _INFRA = 0, 2, 4
-_DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # as in vitrine.cli: kept import-free
 
 
 def _count(text: str) -> int:
@@ -71,11 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         "not measured, 4 infrastructure (red healthy baseline, errored or timed-out mutant).",
         allow_abbrev=False,
     )
-    parser.add_argument(
-        "--suite",
-        metavar="MODULE:ATTR",
-        help=f"suite providing a 'mutants' component (default {_DEFAULT_SUITE})",
-    )
+    add_suite_option(parser, component="mutants")
     parser.add_argument("--only", metavar="ID[,ID...]", type=_ids, help="run only these mutants")
     parser.add_argument("--jobs", metavar="N", type=_count, help="mutants run at once (default 2)")
     parser.add_argument(
@@ -84,9 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         help="seconds per mutant before it is recorded as errored (default 300)",
     )
-    parser.add_argument(
-        "--output", metavar="DIR", type=Path, help="store root (default $VITRINE_HOME, ./.vitrine)"
-    )
+    add_store_option(parser)
     parser.add_argument(
         "--json-report", metavar="PATH", type=Path, help="also write matrix.json here"
     )
@@ -107,7 +110,8 @@ def main(argv: Sequence[str]) -> int:
         return report(
             PROG,
             CommandRefusal(
-                "interrupted: the mutants were not all run and no matrix was written", _INFRA
+                "interrupted: the mutants were not all run and no matrix was written",
+                INFRASTRUCTURE,
             ),
         )
 
@@ -118,9 +122,9 @@ def _run(args: argparse.Namespace) -> int:
     from vitrine.mutants.writer import refuse_directory
     from vitrine.plans.base import UsageError
     from vitrine.store.naming import blocking_file
-    from vitrine.suite import SuiteLoadError, load_suite
+    from vitrine.suite import SuiteLoadError
 
-    spec = _DEFAULT_SUITE if args.suite is None else args.suite
+    spec = DEFAULT_SUITE if args.suite is None else args.suite
     try:
         if args.list:
             given = _run_options(args)
@@ -128,8 +132,8 @@ def _run(args: argparse.Namespace) -> int:
                 raise UsageError(
                     f"--list runs nothing, so it takes only --suite; got {', '.join(given)}"
                 )
-            _print_catalogue(suite_catalogue(load_suite(spec)))
-            return _OK
+            _print_catalogue(suite_catalogue(load_suite_or_refuse(spec)))
+            return ExitCode.PASS
         if args.json_report is not None and args.json_report == args.html_report:
             raise UsageError(
                 f"--json-report and --html-report both name {args.json_report}: one would "
@@ -152,17 +156,17 @@ def _run(args: argparse.Namespace) -> int:
                 progress=_progress,
             )
         )
-    except SuiteLoadError as exc:
-        raise CommandRefusal(str(exc), int(exc.exit_code)) from exc
+    except SuiteLoadError as exc:  # run_mutants loads the suite itself
+        raise CommandRefusal(str(exc), exc.exit_code) from exc
     except UsageError as exc:
-        raise CommandRefusal(str(exc), _USAGE) from exc
+        raise CommandRefusal(str(exc)) from exc
     except (MutantRunError, CatalogueImportError) as exc:
-        raise CommandRefusal(str(exc), _INFRA) from exc
+        raise CommandRefusal(str(exc), INFRASTRUCTURE) from exc
     except OSError as exc:
         from vitrine.redact import describe_exception
 
         raise CommandRefusal(
-            f"the store could not be written: {describe_exception(exc)}", _INFRA
+            f"the store could not be written: {describe_exception(exc)}", INFRASTRUCTURE
         ) from exc
     from rich.console import Console
 

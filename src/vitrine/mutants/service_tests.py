@@ -25,8 +25,6 @@ __all__ = ["ServiceTestError", "ServiceTests", "run_service_tests"]
 
 _START_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 10.0
-# pytest.main exit codes that mean the selection could not be judged at all.
-_PYTEST_OK = (0, 1)
 
 
 class ServiceTestError(RuntimeError, VitrineError):
@@ -76,7 +74,8 @@ def run_service_tests(suite: Suite, selections: Sequence[Sequence[str]]) -> Serv
         for selection in selections:
             collector = _Outcomes()
             code = pytest.main([*selection, "-p", "no:cacheprovider", "-q"], plugins=[collector])
-            if int(code) not in _PYTEST_OK:
+            # Any pytest exit but "all passed" and "some failed" means it could not judge.
+            if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
                 raise ServiceTestError(
                     f"the tests {' '.join(selection)} could not run (pytest exit {int(code)})"
                 )

@@ -20,6 +20,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from vitrine.commandline import (
+    INFRASTRUCTURE,
+    CommandRefusal,
+    RefusingParser,
+    add_store_option,
+    add_suite_option,
+    load_suite_or_refuse,
+    print_error,
+    run_command,
+)
+from vitrine.vocabulary import ExitCode, MeasurementState, Status
+
 if TYPE_CHECKING:
     from vitrine.rag.chunking import KnowledgeBase
     from vitrine.rag.component import RagComponent
@@ -30,22 +42,10 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 PROG = "vitrine rag"
-_OK, _FAIL, _USAGE, _NOT_MEASURED, _INFRA = 0, 1, 2, 3, 4
 # After SIGTERM the run unwinds as an interruption; a model call running in a worker thread can
 # keep it waiting, so after this grace the database is stopped and the process exits anyway.
 _TERM_GRACE_S = 10.0
 _held_servers: list[frozenset[Path]] = [frozenset()]  # set by main, read by _force_exit
-
-
-class _Refusal(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _Refusal(_USAGE, message)
 
 
 def _positive(text: str) -> int:
@@ -69,7 +69,7 @@ def _count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = RefusingParser(
         prog=PROG,
         description="Ingest the suite's knowledge base into pgvector, evaluate retrieval-"
         "augmented answers on its ground-truth dataset, or calibrate the thresholds.",
@@ -78,10 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
         "PostgreSQL under <store root>/pg.",
         allow_abbrev=False,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=RefusingParser
+    )
 
     def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--suite", metavar="MODULE:ATTR", help="suite providing 'rag'")
+        add_suite_option(sub, component="rag")
         sub.add_argument(
             "--embedding-mode",
             choices=("dev", "prod"),
@@ -90,12 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
             "OpenAI-compatible endpoint (OPENAI_API_KEY, OPENAI_BASE_URL, "
             "VITRINE_EMBEDDING_MODEL; table knowledge_chunks)",
         )
-        sub.add_argument(
-            "--output",
-            metavar="DIR",
-            type=Path,
-            help="store root (default $VITRINE_HOME or ./.vitrine)",
-        )
+        add_store_option(sub)
 
     ingest = commands.add_parser("ingest", help="chunk, embed and load the knowledge base")
     common(ingest)
@@ -155,15 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    try:
-        args = build_parser().parse_args(args_list)
-    except _Refusal as exc:
-        sys.stderr.write(build_parser().format_usage())
-        return _error(exc.code, str(exc))
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else _USAGE
+def main(argv: Sequence[str]) -> int:
+    """Run ``vitrine rag``; return the exit code."""
+    return run_command(PROG, build_parser(), argv, _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     # SIGTERM (a CI timeout, `kill`) becomes an ordinary interruption, so the embedded
     # PostgreSQL is released below instead of outliving the process.
     previous = signal.getsignal(signal.SIGTERM)
@@ -178,10 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "eval":
             return _evaluate(args)
         return _calibrate(args)
-    except _Refusal as exc:
-        return _error(exc.code, str(exc))
     except KeyboardInterrupt:
-        return _error(_INFRA, "interrupted: the live table was left as it was")
+        raise CommandRefusal(
+            "interrupted: the live table was left as it was", INFRASTRUCTURE
+        ) from None
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -199,13 +193,12 @@ def _terminated(signum: int, frame: object) -> NoReturn:
 
 
 def _force_exit() -> None:
-    sys.stderr.write(f"{PROG}: error: terminated; stopping the embedded database and exiting\n")
-    sys.stderr.flush()
+    print_error(PROG, "terminated; stopping the embedded database and exiting")
     if "vitrine.rag.database" in sys.modules:
         from vitrine.rag.database import release_embedded_servers
 
         release_embedded_servers(keep=_held_servers[0])
-    os._exit(_INFRA)
+    os._exit(INFRASTRUCTURE)
 
 
 def _running_servers() -> frozenset[Path]:
@@ -231,7 +224,6 @@ class _Setup:
 
 
 def _setup(args: argparse.Namespace) -> _Setup:
-    from vitrine.plans.base import UsageError
     from vitrine.rag.chunking import load_knowledge_base
     from vitrine.rag.component import RagComponent
     from vitrine.rag.embeddings import (
@@ -243,7 +235,6 @@ def _setup(args: argparse.Namespace) -> _Setup:
     )
     from vitrine.redact import describe_exception
     from vitrine.store import resolve_root
-    from vitrine.suite import DEFAULT_SUITE, SuiteLoadError, load_suite
 
     mode = EmbeddingMode(args.embedding_mode)
     prod: ProdEmbeddingConfig | None = None
@@ -251,24 +242,16 @@ def _setup(args: argparse.Namespace) -> _Setup:
         try:
             prod = ProdEmbeddingConfig.from_env()
         except EmbeddingConfigError as exc:
-            raise _Refusal(_INFRA, str(exc)) from None
-    try:
-        # An empty --suite is a mistake to name, not a request for the default suite.
-        suite = load_suite(DEFAULT_SUITE if args.suite is None else args.suite)
-        component = suite.component("rag")
-    except SuiteLoadError as exc:
-        raise _Refusal(int(exc.exit_code), str(exc)) from None
-    except UsageError as exc:
-        raise _Refusal(_USAGE, str(exc)) from None
+            raise CommandRefusal(str(exc), INFRASTRUCTURE) from None
+    component = load_suite_or_refuse(args.suite, "rag")
     if not isinstance(component, RagComponent):
-        raise _Refusal(
-            _USAGE,
-            f"the suite's 'rag' component is a {type(component).__name__}, not a RagComponent",
+        raise CommandRefusal(
+            f"the suite's 'rag' component is a {type(component).__name__}, not a RagComponent"
         )
     try:
         kb = load_knowledge_base(component.knowledge_dir)
     except (OSError, ValueError) as exc:
-        raise _Refusal(_USAGE, f"knowledge base: {describe_exception(exc)}") from None
+        raise CommandRefusal(f"knowledge base: {describe_exception(exc)}") from None
     embedder: TextEmbedder
     if prod is not None:
         embedder = OpenAIEmbedder(prod)
@@ -276,8 +259,8 @@ def _setup(args: argparse.Namespace) -> _Setup:
         try:
             embedder = component.dev_embedder()
         except Exception as exc:
-            raise _Refusal(
-                _INFRA, f"the dev embedder is unavailable: {describe_exception(exc)}"
+            raise CommandRefusal(
+                f"the dev embedder is unavailable: {describe_exception(exc)}", INFRASTRUCTURE
             ) from None
     root = resolve_root(args.output)
     return _Setup(component, mode, table_for_mode(mode), root, kb, embedder)
@@ -289,14 +272,13 @@ def _items(setup: _Setup) -> list[DatasetItem]:
     try:
         items = load_dataset(setup.component.dataset_path)
     except DatasetError as exc:
-        raise _Refusal(_USAGE, str(exc)) from None
+        raise CommandRefusal(str(exc)) from None
     broken = unresolved_chunk_ids(items, setup.kb)
     if broken:
         listed = "; ".join(f"{item}: {', '.join(ids)}" for item, ids in sorted(broken.items()))
-        raise _Refusal(
-            _USAGE,
+        raise CommandRefusal(
             f"the dataset names chunks the knowledge base no longer has ({listed}); "
-            "update the dataset or the pages",
+            "update the dataset or the pages"
         )
     return items
 
@@ -308,7 +290,7 @@ def _open_store(setup: _Setup) -> Any:
     try:
         return VectorStore(database_url(setup.root))
     except DatabaseUnavailable as exc:
-        raise _Refusal(_INFRA, str(exc)) from None
+        raise CommandRefusal(str(exc), INFRASTRUCTURE) from None
 
 
 def _load(setup: _Setup, store: Any, *, force: bool = False) -> None:
@@ -319,10 +301,11 @@ def _load(setup: _Setup, store: Any, *, force: bool = False) -> None:
     try:
         result = ingest(setup.kb, setup.embedder, store, setup.table, force=force)
     except EmbeddingError as exc:
-        raise _Refusal(_INFRA, str(exc)) from None
+        raise CommandRefusal(str(exc), INFRASTRUCTURE) from None
     except Exception as exc:
-        raise _Refusal(
-            _INFRA, f"ingestion failed, the previous table is intact: {describe_exception(exc)}"
+        raise CommandRefusal(
+            f"ingestion failed, the previous table is intact: {describe_exception(exc)}",
+            INFRASTRUCTURE,
         ) from None
     if result.skipped:
         print(
@@ -340,7 +323,7 @@ def _ingest(args: argparse.Namespace) -> int:
     setup = _setup(args)
     with _open_store(setup) as store:
         _load(setup, store, force=args.force)
-    return _OK
+    return ExitCode.PASS
 
 
 def _thresholds(args: argparse.Namespace, setup: _Setup) -> RagThresholds:
@@ -349,26 +332,25 @@ def _thresholds(args: argparse.Namespace, setup: _Setup) -> RagThresholds:
     try:
         return load_thresholds(args.thresholds or setup.component.thresholds_path)
     except DatasetError as exc:
-        raise _Refusal(_USAGE, f"{exc}; run `vitrine rag calibrate`") from None
+        raise CommandRefusal(f"{exc}; run `vitrine rag calibrate`") from None
 
 
 def _live_models(args: argparse.Namespace) -> tuple[Any, Any] | None:
     """(generator model, judge model) for --provider, refused before anything is written."""
     if args.provider is None:
         if args.model or args.confirm_paid or args.non_llm_metrics:
-            raise _Refusal(_USAGE, "--model, --confirm-paid and --non-llm-metrics need --provider")
+            raise CommandRefusal("--model, --confirm-paid and --non-llm-metrics need --provider")
         return None
     from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
 
     config = ProviderConfig.from_env(args.provider, model=args.model)
     state = readiness(config)
     if not state.ready:
-        raise _Refusal(_INFRA, state.reason)
+        raise CommandRefusal(state.reason, INFRASTRUCTURE)
     if state.paid and not args.confirm_paid:
-        raise _Refusal(
-            _USAGE,
+        raise CommandRefusal(
             f"{state.reason}: this calls a paid service (one answer plus up to 5 judge calls "
-            "per item; --limit bounds the items); add --confirm-paid",
+            "per item; --limit bounds the items); add --confirm-paid"
         )
     judge = None if args.non_llm_metrics else create_chat_model(config, "judge")
     return create_chat_model(config, "subject"), judge
@@ -465,7 +447,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             report, directory, json_path=args.json_report, html_path=args.html_report
         )
     except OSError as exc:
-        raise _Refusal(_INFRA, f"cannot write the report: {exc.strerror or exc}") from None
+        raise CommandRefusal(
+            f"cannot write the report: {exc.strerror or exc}", INFRASTRUCTURE
+        ) from None
     _print_summary(report)
     for path in paths:
         print(f"artifact: {path}")
@@ -481,16 +465,15 @@ def _select(
     if split != "all":
         wanted = set(thresholds.held_out_ids if split == "held-out" else thresholds.dev_ids)
         if not wanted:
-            raise _Refusal(
-                _USAGE,
+            raise CommandRefusal(
                 f"{thresholds.source} records no {split} split; run `vitrine rag calibrate` "
-                "or pass --items all",
+                "or pass --items all"
             )
         items = [i for i in items if i.id in wanted]
     if limit is not None:
         items = items[:limit]
     if not items:
-        raise _Refusal(_USAGE, f"no dataset item is in the {split} split of {thresholds.source}")
+        raise CommandRefusal(f"no dataset item is in the {split} split of {thresholds.source}")
     return items
 
 
@@ -516,9 +499,7 @@ def _print_summary(report: dict[str, Any]) -> None:
     for name, m in report["metrics"].items():
         mean = "—" if m["mean"] is None else f"{m['mean']:.3f}"
         interval = "—" if not m["interval"] else f"{m['interval'][0]:.3f}–{m['interval'][1]:.3f}"
-        verdict = {"measured": "pass" if m["passed"] else "FAIL", "not_applicable": "n/a"}.get(
-            m["state"], "not measured"
-        )
+        verdict = Status.of(MeasurementState(m["state"]), m["passed"]).value
         n = m["census"]["measured"]
         print(f"{name:<27} {mean:>6} {interval:>15} {m['threshold']:>7.3f}  {n:>3}  {verdict}")
     rates = report.get("abstention_rates", {})
@@ -544,7 +525,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     if args.thresholds is not None and args.thresholds.is_dir():
         # Refused before calibrating: finding out at the write would waste the whole run.
-        raise _Refusal(_USAGE, f"--thresholds {args.thresholds} is a directory; name a file")
+        raise CommandRefusal(f"--thresholds {args.thresholds} is a directory; name a file")
     setup = _setup(args)
     items = _items(setup)
     top_k = args.top_k or DEFAULT_TOP_K
@@ -596,17 +577,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         print("dry run: nothing written")
-        return _OK
+        return ExitCode.PASS
     target = args.thresholds or setup.component.thresholds_path
     try:
         atomic_write_json(target, document)
     except OSError as exc:
-        raise _Refusal(_INFRA, f"cannot write {target.name}: {exc.strerror or exc}") from None
+        raise CommandRefusal(
+            f"cannot write {target.name}: {exc.strerror or exc}", INFRASTRUCTURE
+        ) from None
     print(f"wrote {target}")
-    return _OK
-
-
-def _error(code: int, message: str) -> int:
-    sys.stderr.write(f"{PROG}: error: {message}\n")
-    sys.stderr.flush()
-    return code
+    return ExitCode.PASS

@@ -29,7 +29,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
+
+from vitrine.commandline import (
+    INFRASTRUCTURE,
+    CommandRefusal,
+    RefusingParser,
+    add_store_option,
+    add_suite_option,
+    load_suite_or_refuse,
+    run_command,
+)
+from vitrine.vocabulary import ExitCode
 
 if TYPE_CHECKING:
     from vitrine.providers.base import ChatModel
@@ -38,27 +49,11 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 PROG = "vitrine redteam"
-_OK, _FAIL, _USAGE, _NOT_MEASURED, _INFRA = 0, 1, 2, 3, 4
-
-
-class _Usage(Exception):
-    """A refused request: printed and exited with 2."""
-
-
-class _Infra(Exception):
-    """The environment cannot run the request (unready provider, unreadable store): exit 4."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _Usage(message)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--suite", metavar="MODULE:ATTR", help="suite providing redteam-target")
-    parser.add_argument(
-        "--output", metavar="DIR", type=Path, help="store root (default $VITRINE_HOME, ./.vitrine)"
-    )
+    add_suite_option(parser, component="redteam-target")
+    add_store_option(parser)
 
 
 def _provider_options(parser: argparse.ArgumentParser) -> None:
@@ -73,10 +68,10 @@ def _provider_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = RefusingParser(
         prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""), allow_abbrev=False
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=RefusingParser)
     run = commands.add_parser("run", help="run static cases from a YAML file")
     run.add_argument("cases", nargs="?", type=Path, help="case file (default: the suite's)")
     _provider_options(run)
@@ -110,14 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(list(argv))
-    except _Usage as exc:
-        sys.stderr.write(parser.format_usage())
-        return _error(str(exc), _USAGE)
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else _USAGE
+    """Run ``vitrine redteam``; return the exit code."""
+    return run_command(PROG, build_parser(), argv, _dispatch)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     handlers = {
         "run": _run,
         "adaptive": _adaptive,
@@ -130,12 +122,12 @@ def main(argv: Sequence[str]) -> int:
     try:
         _root(args)  # a store path that cannot be a folder is refused before anything runs
         return handlers[args.command](args)
-    except _Usage as exc:
-        return _error(str(exc), _USAGE)
-    except (_Infra, RunIntegrityError) as exc:
-        return _error(str(exc), _INFRA)
+    except RunIntegrityError as exc:
+        raise CommandRefusal(str(exc), INFRASTRUCTURE) from exc
     except KeyboardInterrupt:
-        return _error("interrupted: the run is incomplete and was not written", _INFRA)
+        raise CommandRefusal(
+            "interrupted: the run is incomplete and was not written", INFRASTRUCTURE
+        ) from None
 
 
 def _root(args: argparse.Namespace) -> Path:
@@ -144,22 +136,12 @@ def _root(args: argparse.Namespace) -> Path:
     root = resolve_root(args.output)
     blocker = blocking_file(root)
     if blocker is not None:
-        raise _Usage(f"--output {root} is not a directory ({blocker} is a file)")
+        raise CommandRefusal(f"--output {root} is not a directory ({blocker} is a file)")
     return root
 
 
 def _component(args: argparse.Namespace) -> Any:
-    from vitrine.plans.base import UsageError
-    from vitrine.suite import DEFAULT_SUITE, SuiteLoadError, load_suite
-
-    try:
-        # None, not falsy: an empty --suite is refused by load_suite, never read as the default.
-        spec = DEFAULT_SUITE if args.suite is None else args.suite
-        return load_suite(spec).component("redteam-target")
-    except SuiteLoadError as exc:
-        raise (_Infra if int(exc.exit_code) == _INFRA else _Usage)(str(exc)) from exc
-    except UsageError as exc:
-        raise _Usage(str(exc)) from exc
+    return load_suite_or_refuse(args.suite, "redteam-target")
 
 
 @dataclass
@@ -182,13 +164,15 @@ def _models(args: argparse.Namespace, variant: str) -> _Models:
         ProviderConfig.from_env(args.provider, model=args.model, local_model=args.local_model)
     )
     if config.paid and not args.confirm_paid:
-        raise _Usage(
+        raise CommandRefusal(
             f"--provider {args.provider} calls a paid model service: add --confirm-paid "
             "(--provider local costs nothing and needs no confirmation)"
         )
     state = readiness(config)
     if not state.ready:
-        raise _Infra(f"provider not ready, nothing was called: {state.reason}")
+        raise CommandRefusal(
+            f"provider not ready, nothing was called: {state.reason}", INFRASTRUCTURE
+        )
     subject = create_chat_model(config, "subject")
     judge = (
         None
@@ -215,7 +199,7 @@ def _factory(component: Any, variant: str, models: _Models) -> Any:
     try:
         return component.factory(variant, models.subject)
     except ValueError as exc:
-        raise _Usage(str(exc)) from exc
+        raise CommandRefusal(str(exc)) from exc
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -227,7 +211,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         cases = load_cases(path)
     except CaseFileError as exc:
-        raise _Usage(str(exc)) from exc
+        raise CommandRefusal(str(exc)) from exc
     models = _models(args, args.target)
     factory = _factory(component, args.target, models)
     started = _now()
@@ -245,17 +229,19 @@ def _adaptive(args: argparse.Namespace) -> int:
     from vitrine.redteam.static import RunFacts
 
     if args.max_turns < 1:
-        raise _Usage("--max-turns must be at least 1: an attack needs a turn")
+        raise CommandRefusal("--max-turns must be at least 1: an attack needs a turn")
     component = _component(args)
     goals = load_goals(component.profile)
     chosen = args.goal or list(goals)
     unknown = [g for g in chosen if g not in goals]
     if unknown:
-        raise _Usage(f"unknown goal {unknown[0]!r}: one of {', '.join(goals)}")
+        raise CommandRefusal(f"unknown goal {unknown[0]!r}: one of {', '.join(goals)}")
     models = _models(args, args.target)
     attacker_kind = args.attacker or ("provider" if models.attacker_source else "scripted")
     if attacker_kind == "provider" and models.attacker_source is None:
-        raise _Usage("--attacker provider needs --provider: no attacker model is configured")
+        raise CommandRefusal(
+            "--attacker provider needs --provider: no attacker model is configured"
+        )
     attacker = models.attacker_source if attacker_kind == "provider" else ScriptedAttacker()
     assert attacker is not None
     factory = _factory(component, args.target, models)
@@ -302,7 +288,9 @@ def _finish(
         document["run_id"] = run_dir.name
         html = write_run_html(run_dir, document, [])
     except OSError as exc:
-        raise _Infra(f"the run could not be written ({type(exc).__name__})") from exc
+        raise CommandRefusal(
+            f"the run could not be written ({type(exc).__name__})", INFRASTRUCTURE
+        ) from exc
     out = sys.stdout
     scores = document["scores"]
     out.write(
@@ -326,7 +314,7 @@ def _resolve(args: argparse.Namespace, run: str | None) -> Path:
     try:
         return resolve_run(_root(args), None if run in (None, "latest") else run)
     except RunNotFoundError as exc:
-        raise _Usage(str(exc)) from exc
+        raise CommandRefusal(str(exc)) from exc
 
 
 def _loaded(run_dir: Path) -> dict[str, Any]:
@@ -335,7 +323,7 @@ def _loaded(run_dir: Path) -> dict[str, Any]:
     try:
         return load_run(run_dir)
     except RunNotFoundError as exc:
-        raise _Usage(str(exc)) from exc
+        raise CommandRefusal(str(exc)) from exc
 
 
 def _sign_off(args: argparse.Namespace) -> int:
@@ -347,15 +335,16 @@ def _sign_off(args: argparse.Namespace) -> int:
         record = sign_off(run_dir, args.finding, by=args.by, reason=args.reason)
         write_run_html(run_dir, _loaded(run_dir), read_signoffs(run_dir))
     except OSError as exc:
-        raise _Infra(
-            f"the sign-off could not be recorded in {run_dir.name} ({exc.strerror or exc})"
+        raise CommandRefusal(
+            f"the sign-off could not be recorded in {run_dir.name} ({exc.strerror or exc})",
+            INFRASTRUCTURE,
         ) from exc
     except RunIntegrityError:
         raise
     except (LookupError, ValueError) as exc:
-        raise _Usage(str(exc)) from exc
+        raise CommandRefusal(str(exc)) from exc
     sys.stdout.write(f"signed off {record.finding_id} in {run_dir.name} by {record.by}\n")
-    return _OK
+    return ExitCode.PASS
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -373,8 +362,8 @@ def _status(args: argparse.Namespace) -> int:
         out.write(f"  {row['id']} ({row['severity']}, {row['owasp']}): {state}\n")
     if open_rows:
         out.write("open findings need a recorded human sign-off before the next deploy\n")
-        return _FAIL
-    return _OK
+        return ExitCode.MEASURED_FAILURE
+    return ExitCode.PASS
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -385,21 +374,18 @@ def _export(args: argparse.Namespace) -> int:
     text = export_run(_loaded(run_dir), read_signoffs(run_dir), args.format)
     if args.out is None:
         sys.stdout.write(text)
-        return _OK
+        return ExitCode.PASS
     from vitrine.store.files import atomic_write_bytes
 
     try:
         atomic_write_bytes(args.out, text.encode())
     except OSError as exc:
-        raise _Infra(f"cannot write {args.out.name} ({type(exc).__name__})") from exc
+        raise CommandRefusal(
+            f"cannot write {args.out.name} ({type(exc).__name__})", INFRASTRUCTURE
+        ) from exc
     sys.stdout.write(f"artifact: {args.out}\n")
-    return _OK
+    return ExitCode.PASS
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _error(message: str, code: int) -> int:
-    sys.stderr.write(f"{PROG}: error: {message}\n")
-    return code

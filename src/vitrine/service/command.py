@@ -15,34 +15,29 @@ import math
 import re
 import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
+
+from vitrine.commandline import (
+    INFRASTRUCTURE,
+    USAGE,
+    CommandRefusal,
+    RefusingParser,
+    add_suite_option,
+    load_suite_or_refuse,
+    run_command,
+)
+from vitrine.vocabulary import ExitCode
 
 if TYPE_CHECKING:
     import uvicorn
 
 __all__ = ["build_parser", "main", "uvicorn_config"]
 
-_INVALID_ARGUMENTS = 2
-_INFRASTRUCTURE = 4
-_DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # as in vitrine.cli: kept import-free
-
-
+PROG = "vitrine serve"
 _LOOPBACK_PROXIES = ("127.0.0.1", "::1")
-
-
-class _ArgumentError(Exception):
-    pass
-
-
-class _StartError(Exception):
-    """The service cannot start; ``exit_code`` says if the arguments or the host are at fault."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def _bounded_number(low: float, high: float) -> Callable[[str], float]:
@@ -77,14 +72,9 @@ def _bounded_int(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _ArgumentError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="vitrine serve",
+    parser = RefusingParser(
+        prog=PROG,
         description=(
             "Serve the suite's conversational assistant over HTTP: POST /v1/chat streams "
             "server-sent events, GET /health reports readiness (GET /docs shows the schema "
@@ -120,9 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="send every turn to the assistant's architecture, even those a front desk would "
         "answer with a fixed reply (policy, ordering, unknown products, nonsense)",
     )
-    parser.add_argument(
-        "--suite", metavar="MODULE:ATTR", default=_DEFAULT_SUITE, help="suite to serve"
-    )
+    add_suite_option(parser, component="service")
     parser.add_argument(
         "--reply-timeout",
         type=_bounded_number(0.001, 3600),
@@ -208,38 +196,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except _ArgumentError as exc:
-        sys.stderr.write(parser.format_usage())
-        _error(str(exc))
-        return _INVALID_ARGUMENTS
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else _INVALID_ARGUMENTS
-    try:
-        proxies = _trusted_proxies(args.trust_forwarded, args.forwarded_allow_ips)
-        if args.sessions_per_client > args.max_sessions:
-            raise _StartError(
-                f"--sessions-per-client ({args.sessions_per_client}) cannot exceed "
-                f"--max-sessions ({args.max_sessions})",
-                _INVALID_ARGUMENTS,
-            )
-        with _service_logging(args.log_file):
-            sock = _bind(args.host, args.port)
-            with sock:
-                return _serve(args, sock, proxies)
-    except _StartError as exc:
-        _error(str(exc))
-        return exc.exit_code
+def main(argv: Sequence[str]) -> int:
+    """Run ``vitrine serve`` until interrupted; return the exit code."""
+    return run_command(PROG, build_parser(), argv, _start)
+
+
+def _start(args: argparse.Namespace) -> int:
+    proxies = _trusted_proxies(args.trust_forwarded, args.forwarded_allow_ips)
+    if args.sessions_per_client > args.max_sessions:
+        raise CommandRefusal(
+            f"--sessions-per-client ({args.sessions_per_client}) cannot exceed "
+            f"--max-sessions ({args.max_sessions})"
+        )
+    with _service_logging(args.log_file):
+        sock = _bind(args.host, args.port)
+        with sock:
+            return _serve(args, sock, proxies)
 
 
 def _serve(args: argparse.Namespace, sock: socket.socket, proxies: list[str] | None) -> int:
-    from vitrine.plans.base import UsageError
     from vitrine.redact import describe_exception
     from vitrine.service.protocol import ServiceOptions
-    from vitrine.suite import SuiteLoadError, load_suite
 
     options = ServiceOptions(
         architecture=args.architecture,
@@ -250,19 +227,15 @@ def _serve(args: argparse.Namespace, sock: socket.socket, proxies: list[str] | N
         front_desk=args.front_desk,
         max_output_tokens=args.max_output_tokens,
     )
+    factory = load_suite_or_refuse(args.suite, "service")
     try:
-        suite = load_suite(args.suite)
-        factory = suite.component("service")
         assistant = factory(options)
-    except SuiteLoadError as exc:
-        _error(str(exc))
-        return int(exc.exit_code)
-    except (UsageError, ValueError) as exc:
-        _error(str(exc))
-        return _INVALID_ARGUMENTS
+    except ValueError as exc:  # includes UsageError: a provider or regression it refuses
+        raise CommandRefusal(str(exc), USAGE) from None
     except Exception as exc:
-        _error(f"the assistant could not be built: {describe_exception(exc)}")
-        return _INFRASTRUCTURE
+        raise CommandRefusal(
+            f"the assistant could not be built: {describe_exception(exc)}", INFRASTRUCTURE
+        ) from None
 
     import uvicorn
 
@@ -291,11 +264,12 @@ def _serve(args: argparse.Namespace, sock: socket.socket, proxies: list[str] | N
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
-        return 0
+        return ExitCode.PASS
     except OSError as exc:
-        _error(f"the service could not start: {describe_exception(exc)}")
-        return _INFRASTRUCTURE
-    return 0 if server.started else _INFRASTRUCTURE
+        raise CommandRefusal(
+            f"the service could not start: {describe_exception(exc)}", INFRASTRUCTURE
+        ) from None
+    return ExitCode.PASS if server.started else ExitCode.INFRASTRUCTURE
 
 
 def uvicorn_config(app: Any, *, forwarded_allow_ips: list[str] | None) -> uvicorn.Config:
@@ -323,33 +297,33 @@ def _trusted_proxies(trust: bool, listed: str | None) -> list[str] | None:
         return list(_LOOPBACK_PROXIES) if trust else None
     entries = [entry.strip() for entry in listed.split(",") if entry.strip()]
     if not entries:
-        raise _StartError("--forwarded-allow-ips names no address", _INVALID_ARGUMENTS)
+        raise CommandRefusal("--forwarded-allow-ips names no address", USAGE)
     for entry in entries:
         if entry == "*":
             continue
         try:
             ipaddress.ip_network(entry, strict=False)
         except ValueError:
-            raise _StartError(
+            raise CommandRefusal(
                 f"--forwarded-allow-ips: {entry[:60]!r} is not an IP address or network",
-                _INVALID_ARGUMENTS,
+                USAGE,
             ) from None
     return entries
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port``, or a :class:`_StartError` that says why not."""
+    """A socket bound to ``host:port``, or a :class:`CommandRefusal` that says why not."""
     if not host.strip():
-        raise _StartError("--host is empty: name an address to bind", _INVALID_ARGUMENTS)
+        raise CommandRefusal("--host is empty: name an address to bind", USAGE)
     where = f"{host[:80]!r} port {port}"
     # A dotted number that is no IPv4 address would go to DNS and wait for its timeout.
     if re.fullmatch(r"[0-9.]+", host) and not _is_ip(host):
-        raise _StartError(f"cannot listen on {where}: not an IPv4 address", _INFRASTRUCTURE)
+        raise CommandRefusal(f"cannot listen on {where}: not an IPv4 address", INFRASTRUCTURE)
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or "not a valid address"
-        raise _StartError(f"cannot listen on {where}: {reason}", _INFRASTRUCTURE) from None
+        raise CommandRefusal(f"cannot listen on {where}: {reason}", INFRASTRUCTURE) from None
     family, kind, protocol, _, address = found[0]
     sock = socket.socket(family, kind, protocol)
     try:
@@ -358,7 +332,7 @@ def _bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         reason = exc.strerror or "refused by the system"
-        raise _StartError(f"cannot listen on {where}: {reason}", _INFRASTRUCTURE) from None
+        raise CommandRefusal(f"cannot listen on {where}: {reason}", INFRASTRUCTURE) from None
     return sock
 
 
@@ -404,22 +378,17 @@ def _service_logging(log_file: Path | None) -> Iterator[None]:
 def _log_file_handler(path: Path) -> logging.Handler:
     shown = repr(str(path)[:200])
     if path.is_dir():
-        raise _StartError(f"--log-file {shown} is a directory: name a file", _INVALID_ARGUMENTS)
+        raise CommandRefusal(f"--log-file {shown} is a directory: name a file", USAGE)
     try:
         return logging.FileHandler(path, encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError) as exc:
-        raise _StartError(
+        raise CommandRefusal(
             f"--log-file {shown} cannot be opened for appending: {exc.strerror}",
-            _INVALID_ARGUMENTS,
+            USAGE,
         ) from None
     except ValueError:  # a NUL in the path
-        raise _StartError(f"--log-file {shown} is not a valid path", _INVALID_ARGUMENTS) from None
+        raise CommandRefusal(f"--log-file {shown} is not a valid path", USAGE) from None
     except OSError as exc:
-        raise _StartError(
-            f"--log-file {shown} cannot be opened: {exc.strerror}", _INFRASTRUCTURE
+        raise CommandRefusal(
+            f"--log-file {shown} cannot be opened: {exc.strerror}", INFRASTRUCTURE
         ) from None
-
-
-def _error(message: str) -> None:
-    sys.stderr.write(f"vitrine serve: error: {message}\n")
-    sys.stderr.flush()
