@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
+from vitrine.errors import VitrineError
+
 if TYPE_CHECKING:
     from vitrine.plans.base import Plan
     from vitrine.plans.validation import PlanOptions
@@ -26,7 +28,7 @@ SELECTOR_MAX_REPETITIONS = 30
 _ATTEMPTS = 5
 
 
-class SelectorCancelled(Exception):
+class SelectorCancelled(VitrineError):
     """The operator left the menu (end of input, ``q``, or declined a paid run)."""
 
 

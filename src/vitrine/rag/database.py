@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from vitrine.errors import VitrineError
 from vitrine.redact import describe_exception
 
 __all__ = [
@@ -34,7 +35,7 @@ _servers: dict[Path, Any] = {}
 _lock = threading.Lock()
 
 
-class DatabaseUnavailable(RuntimeError):
+class DatabaseUnavailable(RuntimeError, VitrineError):
     """No database could be reached or started: an infrastructure failure, never a score."""
 
 

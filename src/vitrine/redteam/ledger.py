@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vitrine.bench.response import TokenUsage
+from vitrine.errors import VitrineError
 from vitrine.providers.base import ChatCompletion, ChatModel, ChatRequest, Provenance
 
 __all__ = ["CallLedger", "CeilingReached", "CountingChatModel", "WorkloadCeiling"]
 
 
-class CeilingReached(Exception):
+class CeilingReached(VitrineError):
     """A model call was refused because the declared ceiling is spent."""
 
     def __init__(self, role: str, limit: int) -> None:

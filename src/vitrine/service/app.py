@@ -37,6 +37,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
+from vitrine.errors import VitrineError
 from vitrine.redact import describe_exception, sanitize_text
 from vitrine.service import logsafe
 from vitrine.service.limits import Session, SessionStore, TokenBuckets
@@ -132,7 +133,7 @@ class Health(BaseModel):
     requests_served: int | None = None
 
 
-class ProblemError(Exception):
+class ProblemError(VitrineError):
     def __init__(
         self,
         status: int,

@@ -69,7 +69,7 @@ class UnknownPersonaError(LookupError, VitrineError):
         self.known = tuple(known)
 
 
-class AssistantUnavailable(RuntimeError):
+class AssistantUnavailable(RuntimeError, VitrineError):
     """The assistant cannot answer now; ``safe_message`` may be shown to the customer.
 
     Anything else an assistant raises is reported with a fixed generic message, because its

@@ -22,6 +22,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from vitrine.errors import VitrineError
+
 if TYPE_CHECKING:
     import httpx
 
@@ -134,7 +136,7 @@ class Transcript:
         return [call for turn in self.turns for call in turn.tool_calls]
 
 
-class ServiceUnavailable(Exception):
+class ServiceUnavailable(ConnectionError, VitrineError):
     """The service could not be reached at all (connection refused, DNS, timeout)."""
 
 
