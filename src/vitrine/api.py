@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from vitrine.bench.events import Event, EventSink
+    from vitrine.bench.executors import TrialExecutor
     from vitrine.bench.score import BenchmarkScore, CheckScore, ReferenceComparison, RepCollapse
     from vitrine.gates import GateDecision, GateResult
     from vitrine.reports.model import SuiteReport
@@ -225,6 +226,8 @@ def evaluate(
     tolerate_not_measured: float = 0.0,
     trial_timeout_s: float = 120.0,
     progress: bool = False,
+    executor: str | TrialExecutor | None = None,
+    ray_address: str | None = None,
 ) -> EvalResult:
     """Run every arm ``repetitions`` times over ``definition`` and score the runs.
 
@@ -239,6 +242,12 @@ def evaluate(
     ``tolerate_not_measured`` is the share of not-measured trials per gate that may be left out
     of the verdict; what was left out is stated in the report, never hidden. ``progress``
     prints one line per finished run to stderr (``print_summary`` shows the result).
+
+    ``executor`` says where trials run: ``"local"`` (this process's event loop), ``"ray"``
+    (a Ray cluster at ``ray_address``, or a local one started for this call and stopped after
+    it), or a started :class:`~vitrine.bench.executors.TrialExecutor`; ``None`` is the current
+    executor, ``local`` unless a :func:`~vitrine.bench.executors.use_executor` block chose
+    another. Wherever trials run, this process alone writes and seals the runs.
     """
     try:
         asyncio.get_running_loop()
@@ -268,6 +277,8 @@ def evaluate(
             tolerate_not_measured=tolerate_not_measured,
             trial_timeout_s=trial_timeout_s,
             progress=progress,
+            executor=executor,
+            ray_address=ray_address,
         )
     )
 
@@ -289,8 +300,11 @@ async def evaluate_async(
     tolerate_not_measured: float = 0.0,
     trial_timeout_s: float = 120.0,
     progress: bool = False,
+    executor: str | TrialExecutor | None = None,
+    ray_address: str | None = None,
 ) -> EvalResult:
     """The awaitable form of :func:`evaluate`, for code that already runs an event loop."""
+    from vitrine.bench.executors import executor_scope
     from vitrine.bench.runner import run_benchmark
     from vitrine.bench.score import BenchmarkScore, RepCollapse
     from vitrine.store.writer import utc_timestamp
@@ -310,23 +324,29 @@ async def evaluate_async(
     sink = _with_progress(on_event) if progress else on_event
     started_at, started = utc_timestamp(), time.perf_counter()
     runs: list[RunResult] = []
-    # Repetition-major order: each repetition visits every arm before the next starts, so a
-    # drift in a shared dependency over the session lands on all arms instead of on the last.
-    # Calls are sequential so that ``concurrency`` bounds the whole evaluation, not each arm.
-    for repetition in range(1, repetitions + 1):
+    with executor_scope(executor, ray_address) as chosen:
+        # Every arm is offered to the executor before the first run, so an arm it refuses (a
+        # subject Ray cannot pickle) does not leave the arms before it measured alone.
         for arm in arm_list:
-            runs.append(
-                await run_benchmark(
-                    definition,
-                    arm,
-                    repetition=repetition,
-                    store=run_store,
-                    concurrency=concurrency,
-                    on_event=sink,
-                    retry=policy,
-                    trial_timeout_s=trial_timeout_s,
+            chosen.admit(arm, definition.checks)
+        # Repetition-major order: each repetition visits every arm before the next starts, so
+        # a drift in a shared dependency over the session lands on all arms instead of on the
+        # last. Calls are sequential so that ``concurrency`` bounds the whole evaluation.
+        for repetition in range(1, repetitions + 1):
+            for arm in arm_list:
+                runs.append(
+                    await run_benchmark(
+                        definition,
+                        arm,
+                        repetition=repetition,
+                        store=run_store,
+                        concurrency=concurrency,
+                        on_event=sink,
+                        retry=policy,
+                        trial_timeout_s=trial_timeout_s,
+                        executor=chosen,
+                    )
                 )
-            )
     score = BenchmarkScore.of(runs)
     comparisons = () if reference is None else tuple(score.against_reference(reference, mode))
     return EvalResult(

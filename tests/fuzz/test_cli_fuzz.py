@@ -61,6 +61,8 @@ SPECS: dict[str, tuple[list[str], Pairs]] = {
             ("--html-report", FILE_EXPECTED),
             ("--output", FOLDER_EXPECTED),
             ("--scenario", BAD_TEXT),
+            ("--executor", BAD_CHOICE),
+            ("--ray-address", BAD_TEXT),  # without --executor ray: refused, never dialled
         ],
     ),
     "vitrine --eval-plan": (
