@@ -26,20 +26,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vitrine import tracing
 from vitrine.bench.response import SubjectResponse, TokenUsage, ToolCallStatus
 from vitrine.providers.base import ChatMessage, ChatModel, ChatRequest, ToolCallRequest
 from vitrine.redact import bound_text
 from vitrine_shop.conversation import ShopRequest
+from vitrine_shop.domain import SKU_IN_TEXT
+from vitrine_shop.operations import ShopServices
 from vitrine_shop.prompts import customer_context, new_canary, system_prompt
 from vitrine_shop.screen import ScreenResult, screen_answer
-from vitrine_shop.services import ShopServices
 from vitrine_shop.tools import ToolBox
 
 __all__ = ["AGENT_PURPOSE", "BLOCKED_FALLBACK", "DRAFT_LIMIT", "ShopAgent", "StopReason"]
 
 AGENT_PURPOSE = "agent"
 
-_SKU = re.compile(r"\bGLX-\d{4}\b")
 # A blocked draft is model output: kept for the evaluation, but bounded like any stored text.
 DRAFT_LIMIT = 2000
 
@@ -116,7 +117,8 @@ class ShopAgent:
             [ChatMessage("system", prompt), *(ChatMessage("user", t) for t in request.user_turns)],
             TokenUsage(),
         )
-        await self._converse(run, toolbox)
+        with tracing.agent_span("shop-agent"):
+            await self._converse(run, toolbox)
         answer = run.answer if run.stop == StopReason.ANSWERED else _bounded_answer(run, toolbox)
         screen = screen_answer(
             answer or "",
@@ -155,8 +157,8 @@ class ShopAgent:
     async def _converse(self, run: _Run, toolbox: ToolBox) -> None:
         specs = toolbox.specs()
         for _ in range(self.max_turns):
-            completion = await self.model.complete(
-                ChatRequest(tuple(run.messages), tools=specs, purpose=AGENT_PURPOSE)
+            completion = await tracing.complete(
+                self.model, ChatRequest(tuple(run.messages), tools=specs, purpose=AGENT_PURPOSE)
             )
             run.model_calls += 1
             if completion.usage is not None:
@@ -182,7 +184,7 @@ class ShopAgent:
         for call in calls:
             if len(toolbox.journal) >= self.tool_call_budget:
                 return False
-            result = await toolbox.call(call.name, call.arguments)
+            result = await toolbox.call(call.name, call.arguments, call_id=call.id)
             run.messages.append(
                 ChatMessage("tool", result.to_model_text(), tool_call_id=call.id, name=call.name)
             )
@@ -217,7 +219,7 @@ def _bounded_answer(run: _Run, toolbox: ToolBox) -> str:
 
 
 def _skus_in(text: str) -> list[str]:
-    return list(dict.fromkeys(_SKU.findall(text)))
+    return list(dict.fromkeys(SKU_IN_TEXT.findall(text)))
 
 
 def _screen_facts(screen: ScreenResult) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from vitrine import tracing
 from vitrine.bench.events import (
     CheckCompleted,
     Event,
@@ -28,11 +29,12 @@ from vitrine.bench.events import (
     TrialCompleted,
     TrialStarted,
 )
+from vitrine.bench.executors import TrialExecutor, current_executor
 from vitrine.bench.model import AdmittedCheck, Arm, BenchmarkDefinition, Case
-from vitrine.bench.response import SubjectResponse
-from vitrine.bench.results import CheckInfo, RunResult, ScenarioRow
-from vitrine.bench.retry import NO_RETRY, FailedAttempt, RetryPolicy
-from vitrine.outcomes import Observation, run_verdict
+from vitrine.bench.results import CheckInfo, RunResult
+from vitrine.bench.retry import NO_RETRY, RetryPolicy
+from vitrine.bench.trial import TrialOutcome, TrialRunner, elapsed_ms, not_measured_rows
+from vitrine.outcomes import run_verdict
 from vitrine.redact import describe_exception
 from vitrine.store.errors import ResumeMismatchError, RunStoreError
 from vitrine.store.layout import RunPaths
@@ -40,6 +42,7 @@ from vitrine.store.naming import new_run_id
 from vitrine.store.reader import is_sealed, load_run, read_manifest
 from vitrine.store.run_store import RunStore
 from vitrine.store.writer import RunWriter, utc_timestamp
+from vitrine.tracing.observations import describe_trial
 
 __all__ = ["CANCELLED_REASON", "resume_run", "run_benchmark"]
 
@@ -64,16 +67,6 @@ class _Options:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value}")
 
 
-@dataclass(frozen=True, slots=True)
-class _TrialOutcome:
-    case_id: str
-    rows: tuple[ScenarioRow, ...]
-    duration_ms: float
-    error: str | None
-    response: Mapping[str, Any] | None
-    failed_attempts: tuple[FailedAttempt, ...] = ()
-
-
 async def run_benchmark(
     definition: BenchmarkDefinition,
     arm: Arm,
@@ -86,6 +79,7 @@ async def run_benchmark(
     on_event: EventSink | None = None,
     seed: int | None = None,
     retry: RetryPolicy | None = None,
+    executor: TrialExecutor | None = None,
 ) -> RunResult:
     """Run every case of ``definition`` once against ``arm`` and seal the run.
 
@@ -94,11 +88,15 @@ async def run_benchmark(
     manifest for subjects that draw randomness; the runner itself draws none. Concurrency is
     bounded by a pool of ``concurrency`` workers, so at most that many subjects run at once.
     ``retry`` retries a trial whose subject raised a declared transient error; every failed
-    try is kept in the trial's trace and counted in the run's summary.
+    try is kept in the trial's trace and counted in the run's summary. ``executor`` runs the
+    trials (``None``: :func:`~vitrine.bench.executors.current_executor`, the in-process one
+    unless a :func:`~vitrine.bench.executors.use_executor` block chose another); wherever they
+    run, their results are recorded here, by the one writer of the run.
     """
     if repetition < 1:
         raise ValueError(f"repetition counts from 1, got {repetition}")
     options = _Options(concurrency, trial_timeout_s, check_timeout_s, retry or NO_RETRY)
+    trials, chosen = _prepared_trials(definition, arm, options, executor)
     if store is None:
         writer = None
         run_id, started_at = new_run_id(), utc_timestamp()
@@ -106,7 +104,17 @@ async def run_benchmark(
         writer = store.create_run(definition, arm.arm_id, repetition=repetition, seed=seed)
         run_id, started_at = writer.run_id, writer.started_at
     session = _Session(
-        definition, arm, repetition, run_id, started_at, writer, options, on_event, finished={}
+        definition,
+        arm,
+        repetition,
+        run_id,
+        started_at,
+        writer,
+        options,
+        on_event,
+        finished={},
+        trials=trials,
+        executor=chosen,
     )
     return await session.execute(definition.cases)
 
@@ -121,6 +129,7 @@ async def resume_run(
     check_timeout_s: float = 30.0,
     on_event: EventSink | None = None,
     retry: RetryPolicy | None = None,
+    executor: TrialExecutor | None = None,
 ) -> RunResult:
     """Finish a run whose process was killed: keep its finished trials, run the rest, seal.
 
@@ -133,9 +142,10 @@ async def resume_run(
     _check_resumable(paths, manifest, definition, arm)
     if is_sealed(manifest):
         return load_run(paths.run_dir)
+    trials, chosen = _prepared_trials(definition, arm, options, executor)
     writer, contents = RunWriter.reopen(paths, manifest)
     finished = {
-        case_id: _TrialOutcome(
+        case_id: TrialOutcome(
             case_id,
             rows,
             float((contents.traces.get(case_id) or {}).get("duration_ms") or 0.0),
@@ -156,9 +166,31 @@ async def resume_run(
         options,
         on_event,
         finished=finished,
+        trials=trials,
+        executor=chosen,
     )
     pending = [case for case in definition.cases if case.id not in finished]
     return await session.execute(pending)
+
+
+def _prepared_trials(
+    definition: BenchmarkDefinition,
+    arm: Arm,
+    options: _Options,
+    executor: TrialExecutor | None,
+) -> tuple[TrialRunner, TrialExecutor]:
+    # Prepared before the run directory exists: an executor that refuses the arm (a subject it
+    # cannot ship to its workers) must not leave an empty run behind.
+    runner = TrialRunner(
+        arm,
+        definition.checks,
+        trial_timeout_s=options.trial_timeout_s,
+        check_timeout_s=options.check_timeout_s,
+        retry=options.retry,
+    )
+    chosen = executor if executor is not None else current_executor()
+    chosen.prepare(runner)
+    return runner, chosen
 
 
 def _check_resumable(
@@ -194,7 +226,9 @@ class _Session:
         options: _Options,
         on_event: EventSink | None,
         *,
-        finished: dict[str, _TrialOutcome],
+        finished: dict[str, TrialOutcome],
+        trials: TrialRunner,
+        executor: TrialExecutor,
     ) -> None:
         self.definition = definition
         self.arm = arm
@@ -207,7 +241,9 @@ class _Session:
         self._sink = on_event
         self._sink_failures = 0
         self._checks: tuple[AdmittedCheck, ...] = definition.checks
-        self._rng = options.retry.rng()
+        # The trials run wherever the executor puts them; their outcomes are recorded here.
+        self._trials = trials
+        self._executor = executor
 
     # Events -----------------------------------------------------------------------------------
 
@@ -226,6 +262,14 @@ class _Session:
     # Running ----------------------------------------------------------------------------------
 
     async def execute(self, cases: Iterable[Case]) -> RunResult:
+        with tracing.run_span(
+            self.definition.identity, self.arm.arm_id, self.repetition, self.run_id
+        ) as span:
+            if span.trace_id is not None and self.writer is not None:
+                self.writer.note_trace_id(span.trace_id)
+            return await self._execute(cases)
+
+    async def _execute(self, cases: Iterable[Case]) -> RunResult:
         pending = list(cases)
         self._emit(
             RunStarted(
@@ -279,7 +323,11 @@ class _Session:
         self._emit(TrialStarted(self.run_id, case.id))
         terminal_error: str | None = CANCELLED_REASON
         try:
-            outcome = await self._observe(case, started)
+            with tracing.trial_span(
+                self.run_id, self.definition.identity, self.arm.arm_id, case.id, self.repetition
+            ) as span:
+                outcome = await self._executor.run(self._trials, case)
+                describe_trial(span, outcome.rows, outcome.error)
             self._record(outcome)
             terminal_error = outcome.error
         except asyncio.CancelledError:
@@ -288,93 +336,9 @@ class _Session:
             terminal_error = describe_exception(exc)
             raise
         finally:
-            self._emit(TrialCompleted(self.run_id, case.id, _elapsed_ms(started), terminal_error))
+            self._emit(TrialCompleted(self.run_id, case.id, elapsed_ms(started), terminal_error))
 
-    async def _observe(self, case: Case, started: float) -> _TrialOutcome:
-        response: SubjectResponse | None = None
-        error: str | None = None
-        failures: list[FailedAttempt] = []
-        policy = self.options.retry
-        tries = 0
-        while tries < policy.attempts:
-            if tries:
-                await asyncio.sleep(policy.delay_s(tries, self._rng))
-            tries += 1
-            response, error, exc = await self._attempt(case)
-            if exc is None:
-                break
-            failures.append(FailedAttempt.of(tries, exc, error))
-            if not policy.retryable(exc):
-                break
-        # Only a trial that took more than one try carries its tries: a trial that failed once
-        # is fully described by its error.
-        retried = tuple(failures) if tries > 1 else ()
-
-        if response is None:
-            reason = f"the subject failed, so nothing could be observed: {error}"
-            rows = tuple(
-                ScenarioRow(case.id, c.key, Observation.not_measured(reason)) for c in self._checks
-            )
-        else:
-            rows = tuple([await self._evaluate(c, case, response) for c in self._checks])
-        if len(rows) != len(self._checks):
-            raise RuntimeError(
-                f"case {case.id!r} produced {len(rows)} rows for {len(self._checks)} checks"
-            )
-        return _TrialOutcome(
-            case.id,
-            rows,
-            _elapsed_ms(started),
-            error,
-            None if response is None else response.to_dict(),
-            retried,
-        )
-
-    async def _attempt(
-        self, case: Case
-    ) -> tuple[SubjectResponse | None, str | None, Exception | None]:
-        """One try of the subject: its response, or the sanitized error and the exception."""
-        try:
-            async with asyncio.timeout(self.options.trial_timeout_s) as scope:
-                return await self.arm.respond(case), None, None
-        except TimeoutError as exc:
-            # Only our own deadline is a trial timeout; a TimeoutError raised by the subject's
-            # own code is an ordinary subject failure and is described as such.
-            error = (
-                f"the subject did not answer within {self.options.trial_timeout_s:g} s"
-                if scope.expired()
-                else describe_exception(exc)
-            )
-            return None, error, exc
-        except Exception as exc:
-            return None, describe_exception(exc), exc
-
-    async def _evaluate(
-        self, admitted: AdmittedCheck, case: Case, response: SubjectResponse
-    ) -> ScenarioRow:
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(self.options.check_timeout_s) as scope:
-                observation = await admitted.check.evaluate(case, response)
-            if not isinstance(observation, Observation):
-                raise TypeError(
-                    f"the check returned {type(observation).__name__}, not an Observation"
-                )
-        except TimeoutError as exc:
-            why = (
-                f"did not finish within {self.options.check_timeout_s:g} s"
-                if scope.expired()
-                else describe_exception(exc)
-            )
-            observation = Observation.not_measured(f"check {admitted.key!r} {why}")
-        except Exception as exc:
-            # A check that crashes has not observed anything: never a pass, never a fail.
-            observation = Observation.not_measured(
-                f"check {admitted.key!r} raised {describe_exception(exc)}"
-            )
-        return ScenarioRow(case.id, admitted.key, observation, _elapsed_ms(started))
-
-    def _record(self, outcome: _TrialOutcome) -> None:
+    def _record(self, outcome: TrialOutcome) -> None:
         if self.writer is not None:
             self.writer.record_trial(
                 outcome.case_id,
@@ -427,11 +391,9 @@ class _Session:
                 )
             )
 
-    def _unfinished(self, case: Case, reason: str) -> _TrialOutcome:
-        rows = tuple(
-            ScenarioRow(case.id, c.key, Observation.not_measured(reason)) for c in self._checks
-        )
-        return _TrialOutcome(case.id, rows, 0.0, reason, None)
+    def _unfinished(self, case: Case, reason: str) -> TrialOutcome:
+        rows = not_measured_rows(case, self._checks, reason)
+        return TrialOutcome(case.id, rows, 0.0, reason, None)
 
     def _result(self) -> RunResult:
         outcomes = [self.finished[case.id] for case in self.definition.cases]
@@ -467,11 +429,6 @@ class _Session:
                 {o.case_id: o.failed_attempts for o in outcomes if o.failed_attempts}
             ),
         )
-
-
-def _elapsed_ms(started: float) -> float:
-    # Rounded to the microsecond so the value survives a JSON round trip unchanged.
-    return round((time.perf_counter() - started) * 1000.0, 3)
 
 
 def _duration_s(started_at: str) -> float:

@@ -179,12 +179,14 @@ class Board:
             and h.definition_hash == header.definition_hash
             and h.key != header.key
         ][:_SIBLINGS]
+        manifest = read_document(self.root, f"{header.location}/manifest.json")
         return self._page(
             "benchmark.html.j2",
             header=header,
             run=run,
             checks=check_views(run),
             siblings=siblings,
+            trace_ids=[str(t) for t in manifest.get("run", {}).get("trace_ids", [])],
         )
 
     def _offline_page(self, header: RunHeader) -> Reply:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from vitrine import tracing
 from vitrine.bench.response import TokenUsage
 from vitrine.errors import VitrineError
 from vitrine.judge.base import EXPLANATION_LIMIT, Criterion, CriterionVerdict, JudgeResult
@@ -202,7 +203,7 @@ class LLMJudge:
         )
         self.calls += 1
         try:
-            completion = await self._model.complete(request)
+            completion = await tracing.complete(self._model, request)
         except asyncio.CancelledError:
             raise
         except ProviderError as exc:

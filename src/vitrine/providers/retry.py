@@ -28,8 +28,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
+from vitrine import tracing
 from vitrine.bench.response import AttemptOutcome, StageAttemptCensus
-from vitrine.providers.base import ProviderError, ProviderFailure
+from vitrine.providers.base import ChatCompletion, ProviderError, ProviderFailure
 
 __all__ = [
     "AttemptSink",
@@ -171,8 +172,27 @@ async def call_with_retry(
     ``operation`` must raise :class:`ProviderError` for provider failures; any other exception
     is a bug and propagates at once, unrecorded. The error re-raised after the last attempt is
     the last attempt's own, raised outside any ``except`` block so it carries no chained SDK
-    exception (whose message could hold an endpoint or a raw provider body).
+    exception (whose message could hold an endpoint or a raw provider body). With tracing on,
+    the call is one ``chat`` span (the caller's, when it opened one) and each attempt an event.
     """
+    with tracing.model_call(
+        model_id, provider=tracing.provider_of(model_id), purpose=purpose
+    ) as span:
+        result = await _attempts(operation, policy, model_id, purpose, on_attempt, sleep, rng)
+        if isinstance(result, ChatCompletion):
+            tracing.record_completion(span, result)
+        return result
+
+
+async def _attempts(
+    operation: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    model_id: str,
+    purpose: str,
+    on_attempt: AttemptSink | None,
+    sleep: Callable[[float], Awaitable[None]],
+    rng: random.Random | None,
+) -> T:
     ordinal = 0
     while True:
         ordinal += 1
@@ -227,6 +247,11 @@ async def call_with_retry(
 
 
 def _emit(attempt: ProviderAttempt, on_attempt: AttemptSink | None) -> None:
+    tracing.provider_attempt(
+        attempt.ordinal,
+        attempt.outcome.value,
+        None if attempt.failure is None else attempt.failure.value,
+    )
     for attempts in _RECORDERS.get():
         attempts.append(attempt)
     if on_attempt is not None:

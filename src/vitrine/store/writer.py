@@ -164,6 +164,12 @@ class RunWriter:
         for key, data in self._layout.append_trial(case_id, [row_record(r) for r in rows]):
             self._hasher.add_row(key, data)
 
+    def note_trace_id(self, trace_id: str) -> None:
+        """Record the trace this run's spans went to (a resumed run adds its own); sealed."""
+        trace_ids = self.manifest["run"].setdefault("trace_ids", [])
+        if trace_id not in trace_ids:
+            trace_ids.append(trace_id)
+
     def seal(self, result: RunResult) -> str:
         """Write the summary and the sealed manifest, then index the run. Returns the hash."""
         if self._sealed:

@@ -11,12 +11,14 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from vitrine import tracing
 from vitrine.bench.response import (
     AttemptOutcome,
     StageAttemptCensus,
 )
 from vitrine.providers.base import ChatModel, ProviderError, ProviderFailure
 from vitrine.redact import sanitize_text
+from vitrine.tracing.semconv import STAGE_OUTCOME
 from vitrine_shop.workflow.graph import StageVisit, WorkflowRecord
 from vitrine_shop.workflow.stages import (
     StageOutputError,
@@ -52,36 +54,42 @@ async def attempt_stage(
         census = StageAttemptCensus.from_attempts(stage, outcomes, fell_back=fell_back)
         record.visits.append(StageVisit(stage, visit, census, code_path, tuple(problems)))
 
-    for _ in range(max_attempts):
-        try:
-            completion = await model.complete(request)
-        except asyncio.CancelledError:
-            outcomes.append(AttemptOutcome.CANCELLED)
-            close(code_path=False, fell_back=False)
-            raise
-        except ProviderError as exc:
-            if exc.failure is ProviderFailure.CANCELLED:
+    for attempt in range(1, max_attempts + 1):
+        with tracing.stage_attempt(stage, visit=visit, attempt=attempt) as span:
+            try:
+                completion = await tracing.complete(model, request)
+            except asyncio.CancelledError:
                 outcomes.append(AttemptOutcome.CANCELLED)
-                problems.append(f"provider failure: {exc.failure.value}")
+                span.set(STAGE_OUTCOME, AttemptOutcome.CANCELLED.value)
                 close(code_path=False, fell_back=False)
                 raise
-            outcomes.append(AttemptOutcome.PROVIDER_FAILURE)
-            problems.append(f"provider failure: {exc.failure.value}")
-            if not exc.retryable:
-                break
-            if retry_backoff_s:
-                await asyncio.sleep(retry_backoff_s)
-            continue
-        record.add_usage(completion.usage)
-        try:
-            output = _usable(stage, completion.content, completion.tool_calls, payload, check)
-        except StageOutputError as exc:
-            outcomes.append(AttemptOutcome.UNUSABLE)
-            problems.append(sanitize_text(str(exc)))
-            continue
-        outcomes.append(AttemptOutcome.USABLE)
-        close(code_path=False, fell_back=False)
-        return output
+            except ProviderError as exc:
+                if exc.failure is ProviderFailure.CANCELLED:
+                    outcomes.append(AttemptOutcome.CANCELLED)
+                    span.set(STAGE_OUTCOME, AttemptOutcome.CANCELLED.value)
+                    problems.append(f"provider failure: {exc.failure.value}")
+                    close(code_path=False, fell_back=False)
+                    raise
+                outcomes.append(AttemptOutcome.PROVIDER_FAILURE)
+                span.set(STAGE_OUTCOME, AttemptOutcome.PROVIDER_FAILURE.value)
+                problems.append(f"provider failure: {exc.failure.value}")
+                if not exc.retryable:
+                    break
+                if retry_backoff_s:
+                    await asyncio.sleep(retry_backoff_s)
+                continue
+            record.add_usage(completion.usage)
+            try:
+                output = _usable(stage, completion.content, completion.tool_calls, payload, check)
+            except StageOutputError as exc:
+                outcomes.append(AttemptOutcome.UNUSABLE)
+                span.set(STAGE_OUTCOME, AttemptOutcome.UNUSABLE.value)
+                problems.append(sanitize_text(str(exc)))
+                continue
+            outcomes.append(AttemptOutcome.USABLE)
+            span.set(STAGE_OUTCOME, AttemptOutcome.USABLE.value)
+            close(code_path=False, fell_back=False)
+            return output
     # No usable reply. A run of attempts that ended on the provider is unrecovered; one
     # that ended on an unusable reply is a content fallback. The customer gets the code
     # path's output in both cases (see :mod:`vitrine_shop.workflow`).
