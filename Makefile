@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test lint typecheck unit behaviour layers clean
+.PHONY: setup phoenix run test lint typecheck unit behaviour layers clean
 
 CORE_STAMP := $(VENV)/.core-stamp
 
@@ -23,6 +23,16 @@ $(CORE_STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# Arize Phoenix, the trace server the tracing tests send spans to, in an environment of its own:
+# it pins versions of the model SDKs that vitrine's extras must not inherit.
+PHOENIX_VENV := .venv-phoenix
+$(PHOENIX_VENV)/.installed-stamp:
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/pip install --quiet arize-phoenix==20.26.1
+	touch $@
+
+phoenix: $(PHOENIX_VENV)/.installed-stamp
+
 run: $(CORE_STAMP)
 	$(BIN)/vitrine --all
 
@@ -35,8 +45,9 @@ typecheck: setup
 
 # The behaviour tests need a running service; `behaviour` starts one.
 # Two workers: the local-model tests are long and single-threaded, the machine has two cores.
-unit: setup
-	$(BIN)/python -m pytest -n 2 --ignore=tests/behaviour
+# loadgroup keeps each xdist_group (the Ray tests' clusters) on one worker.
+unit: setup phoenix
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --ignore=tests/behaviour
 
 # The 60 behaviour tests over real HTTP, twice: with the front desk on (desk-on) and with every
 # turn sent to the architecture (desk-off). Each pass has its own service on a free loopback

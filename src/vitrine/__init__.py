@@ -17,9 +17,11 @@ _EXPORTS: dict[str, str] = {
     "ExitCode": "vitrine.outcomes",
     "MeasurementState": "vitrine.outcomes",
     "Observation": "vitrine.outcomes",
+    "Status": "vitrine.outcomes",
     "Verdict": "vitrine.outcomes",
     "aggregate_exit_codes": "vitrine.outcomes",
     "run_verdict": "vitrine.outcomes",
+    "status_of_label": "vitrine.outcomes",
     # registered controls
     "ControlRegistry": "vitrine.controls",
     "ControlResult": "vitrine.controls",
@@ -89,8 +91,23 @@ _EXPORTS: dict[str, str] = {
     "ScenarioInfo": "vitrine.suite",
     "Suite": "vitrine.suite",
     "load_suite": "vitrine.suite",
+    # a suite's declared offline pipeline
+    "Ablation": "vitrine.suite_pipeline",
+    "ControlsStep": "vitrine.suite_pipeline",
+    "Evidence": "vitrine.suite_pipeline",
+    "EvidenceRequest": "vitrine.suite_pipeline",
+    "GateBenchmark": "vitrine.suite_pipeline",
+    "OfflinePipeline": "vitrine.suite_pipeline",
+    "ScoredBenchmark": "vitrine.suite_pipeline",
+    "SelfTest": "vitrine.suite_pipeline",
+    "SuiteRun": "vitrine.suite_pipeline",
+    "run_offline_mode": "vitrine.suite_pipeline",
     # retries, gates and reports of your own evaluations
     "RetryPolicy": "vitrine.bench.retry",
+    # where trials run
+    "RayExecutor": "vitrine.bench.ray_executor",
+    "TrialExecutor": "vitrine.bench.executors",
+    "use_executor": "vitrine.bench.executors",
     "GateDecision": "vitrine.gates",
     "GateResult": "vitrine.gates",
     "decide": "vitrine.gates",
@@ -105,6 +122,13 @@ _EXPORTS: dict[str, str] = {
     "list_runs": "vitrine.store",
     "load_run": "vitrine.store",
     "resume_run": "vitrine.bench.runner",
+    "UnsealedRun": "vitrine.bench.recovery",
+    "find_unsealed": "vitrine.bench.recovery",
+    "resume_unsealed": "vitrine.bench.recovery",
+    "resume_unsealed_async": "vitrine.bench.recovery",
+    # subjects behind HTTP
+    "HttpJsonSubject": "vitrine.subjects",
+    "OpenAIChatSubject": "vitrine.subjects",
     # the one exception root
     "VitrineError": "vitrine.errors",
 }
@@ -131,6 +155,7 @@ if TYPE_CHECKING:
     # For type checkers only (the package re-exports these implicitly, see pyproject.toml);
     # a test keeps these imports equal to _EXPORTS.
     from vitrine.api import EvalResult, evaluate, evaluate_async  # noqa: F401
+    from vitrine.bench.executors import TrialExecutor, use_executor  # noqa: F401
     from vitrine.bench.model import (  # noqa: F401
         AdmissionError,
         AdmittedCheck,
@@ -143,6 +168,13 @@ if TYPE_CHECKING:
         FunctionCheck,
         admit,
         check,
+    )
+    from vitrine.bench.ray_executor import RayExecutor  # noqa: F401
+    from vitrine.bench.recovery import (  # noqa: F401
+        UnsealedRun,
+        find_unsealed,
+        resume_unsealed,
+        resume_unsealed_async,
     )
     from vitrine.bench.response import (  # noqa: F401
         AttemptOutcome,
@@ -177,9 +209,11 @@ if TYPE_CHECKING:
         ExitCode,
         MeasurementState,
         Observation,
+        Status,
         Verdict,
         aggregate_exit_codes,
         run_verdict,
+        status_of_label,
     )
     from vitrine.plans.base import (  # noqa: F401
         FunctionPlan,
@@ -207,4 +241,17 @@ if TYPE_CHECKING:
     from vitrine.reports.sections import benchmark_section, recompute_claims  # noqa: F401
     from vitrine.reports.writer import load_report, write_reports  # noqa: F401
     from vitrine.store import RunStore, list_runs, load_run  # noqa: F401
+    from vitrine.subjects import HttpJsonSubject, OpenAIChatSubject  # noqa: F401
     from vitrine.suite import ScenarioInfo, Suite, load_suite  # noqa: F401
+    from vitrine.suite_pipeline import (  # noqa: F401
+        Ablation,
+        ControlsStep,
+        Evidence,
+        EvidenceRequest,
+        GateBenchmark,
+        OfflinePipeline,
+        ScoredBenchmark,
+        SelfTest,
+        SuiteRun,
+        run_offline_mode,
+    )

@@ -1,11 +1,20 @@
-"""The ``vitrine`` command: parse, load the suite, validate, run one plan, exit with its class.
+"""The ``vitrine`` command group: one entry point, one set of shared options, one exit enum.
 
-Only ``argparse`` is imported at module level. ``--help``, ``--version`` and parser errors must
-answer without paying for scipy, pydantic, rich or the subject package; everything else is
-imported on the path that needs it.
+``vitrine run`` parses the protocol's flags, loads the suite, validates, runs one plan and exits
+with its class; ``vitrine self-test`` and ``vitrine controls`` are ``vitrine run`` with one mode
+switched on. The protocol's flags keep working without the word ``run``: ``vitrine --all`` is
+exactly ``vitrine run --all`` and ``vitrine --self-test`` is ``vitrine self-test``, through the
+same parser and the same dispatch. Every other command (``mutants``, ``serve``, ``rag``,
+``redteam``, ``board``, ``runs``, ``ci``) lives in a module of its own, imported only when named.
 
-Exit codes: 0 pass, 1 measured failure, 2 invalid arguments, 3 not measured, 4 infrastructure
-failure (including an interrupted run and an unexpected exception inside a plan).
+Only ``argparse`` and the standard-library vocabulary of :mod:`vitrine.commandline` are
+imported at module level. ``--help``, ``--version`` and parser errors must answer without
+paying for scipy, pydantic, rich or the subject package; everything else is imported on the
+path that needs it.
+
+Exit codes (:class:`vitrine.outcomes.ExitCode`): 0 pass, 1 measured failure, 2 invalid
+arguments, 3 not measured, 4 infrastructure failure (including an interrupted run and an
+unexpected exception inside a plan).
 """
 
 from __future__ import annotations
@@ -16,26 +25,77 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+from vitrine.commandline import (
+    DEFAULT_SUITE,
+    CommandRefusal,
+    RefusingParser,
+    add_store_option,
+    add_suite_option,
+    print_error,
+)
+from vitrine.vocabulary import ExitCode
 
 if TYPE_CHECKING:
     from vitrine.plans.base import Plan, PlanRequest
     from vitrine.plans.validation import PlanOptions
     from vitrine.suite import Suite
 
-__all__ = ["build_parser", "dispatch_plan", "main", "report_error"]
+__all__ = [
+    "ALIASES",
+    "COMMANDS",
+    "PLAN_COMMANDS",
+    "SUBCOMMANDS",
+    "build_parser",
+    "dispatch_plan",
+    "main",
+    "report_error",
+]
 
 PROG = "vitrine"
-_INVALID_ARGUMENTS = 2
-_INFRASTRUCTURE = 4
-_DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"  # duplicated from vitrine.suite: kept import-free
-_HINT = (
-    f"usage: {PROG} --all | --eval-plan NAME [options]\n"
-    f"       {PROG} board | ci | mutants | rag | redteam | runs | serve  (each with --help)\n"
-    f"       {PROG} --list-plans | --help | --version\n"
+# The plan commands: `vitrine run` with one offline mode (a PlanOptions field) switched on, or
+# none. Each is exactly its protocol flag: `vitrine self-test` is `vitrine --self-test`.
+PLAN_COMMANDS: dict[str, str | None] = {
+    "run": None,
+    "self-test": "self_test",
+    "controls": "controls_only",
+}
+# Every command of the group, in the order `vitrine --help` lists them, with its one line.
+COMMANDS: dict[str, str] = {
+    "run": "run one plan of a suite (the protocol's flags, below)",
+    "self-test": "run the suite's self-test mode",
+    "controls": "run only the suite's registered controls",
+    "mutants": "run the suite's mutant catalogue and write the kill matrix",
+    "serve": "serve the suite's assistant over HTTP",
+    "rag": "ingest, evaluate and calibrate the retrieval-augmented layer",
+    "redteam": "static and adaptive red-team runs, sign-off, exports",
+    "board": "open the evaluation board over a run store, or export it",
+    "runs": "list sealed runs; find and sweep what a killed process left",
+    "ci": "write CI workflows for the suite's evaluation layers",
+}
+# The protocol's flags, each the same request as a command: documented in `vitrine --help`.
+ALIASES: dict[str, str] = {
+    "--all": "run --all",
+    "--eval-plan NAME": "run --eval-plan NAME",
+    "--live-subjects-and-judge": "run --live-subjects-and-judge",
+    "--list-plans": "run --list-plans",
+    "--self-test": "self-test",
+    "--controls-only": "controls",
+}
+_GROUP_USAGE = (
+    f"{PROG} --all | --eval-plan NAME [options]   (the same as {PROG} run ...)\n"
+    f"       {PROG} COMMAND [options]   (each with --help)\n"
+    f"       {PROG} --list-plans | --help | --version"
 )
-# Subcommands live in their own modules, imported only when named, each with a
-# ``main(argv) -> int``; a subcommand whose module is absent is refused, not guessed at.
+_HINT = f"usage: {_GROUP_USAGE}\n       COMMAND: {', '.join(COMMANDS)}\n"
+_EXIT_CODES = "Exit codes: " + ", ".join(f"{int(code)} {code.meaning}" for code in ExitCode) + "."
+_SELECTION_RULE = (
+    "Nothing runs without a selection: --all runs the credential-free offline suite;\n"
+    "paid plans also need --confirm-paid."
+)
+# The other commands live in their own modules, imported only when named, each with a
+# ``main(argv) -> int``; a command whose module is absent is refused, not guessed at.
 SUBCOMMANDS: dict[str, str] = {
     "board": "vitrine.board.command",
     "ci": "vitrine.ci.command",
@@ -47,32 +107,48 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
-class _ArgumentError(Exception):
-    """Raised instead of argparse's print-and-exit, so ``main`` returns a code it can test."""
+def _group_description() -> str:
+    width = max(len(name) for name in COMMANDS)
+    commands = "\n".join(f"  {name:<{width}}  {line}" for name, line in COMMANDS.items())
+    flag_width = max(len(flag) for flag in ALIASES)
+    aliases = "\n".join(
+        f"  {PROG} {flag:<{flag_width}}  is  {PROG} {command}" for flag, command in ALIASES.items()
+    )
+    return (
+        f"Evaluate LLM agents and workflows.\n{_EXIT_CODES}\n\n"
+        f"commands ({PROG} COMMAND --help for each):\n{commands}\n\n"
+        f"aliases (the protocol's flags, routed to the same code):\n{aliases}\n\n"
+        f"The options below are those of {PROG} run, accepted here without the word run.\n"
+        + _SELECTION_RULE
+    )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _ArgumentError(message)
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of a plan command (``run``, ``self-test``, ``controls``), or of the group.
 
-
-def build_parser() -> argparse.ArgumentParser:
+    With no ``command`` it is the group's own parser: the same options (the protocol's flags),
+    under a description that lists the commands and the aliases.
+    """
     from vitrine import __version__
 
-    parser = _Parser(
-        prog=PROG,
-        description=(
-            "Evaluate LLM agents and workflows. Runs one plan of a suite and exits 0 pass, "
-            "1 measured failure, 2 invalid arguments, 3 not measured, 4 infrastructure failure."
-        ),
-        epilog=(
-            "Nothing runs without a selection: --all runs the credential-free offline suite; "
-            "paid plans also need --confirm-paid. Subcommands: "
-            + ", ".join(f"{PROG} {name}" for name in SUBCOMMANDS)
-            + " (each with --help)."
-        ),
+    if command is None:
+        prog, usage, description = PROG, _GROUP_USAGE, _group_description()
+    else:
+        prog, usage = f"{PROG} {command}", None
+        description = (
+            f"{COMMANDS[command][0].upper()}{COMMANDS[command][1:]}.\n{_EXIT_CODES}\n"
+            + _SELECTION_RULE
+        )
+    parser = RefusingParser(
+        prog=prog,
+        usage=usage,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,  # a truncated flag must not silently select a paid option
     )
+    mode = PLAN_COMMANDS.get(command or "run")
+    if mode is not None:
+        parser.set_defaults(**{mode: True})
     select = parser.add_argument_group("selection")
     select.add_argument(
         "--all", action="store_true", help="run the strict offline suite plan (credential-free)"
@@ -93,12 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument(
         "--list-plans", action="store_true", help="list the suite's plans and scenarios"
     )
-    select.add_argument(
-        "--suite",
-        metavar="MODULE:ATTR",
-        default=None,
-        help=f"the suite to load (default {_DEFAULT_SUITE})",
-    )
+    add_suite_option(select)
 
     offline = parser.add_argument_group("offline modes and reports")
     offline.add_argument(
@@ -143,12 +214,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--judge-model", metavar="NAME", help="the judge's model, deployment or GGUF file"
     )
 
-    parser.add_argument(
-        "--output",
-        metavar="DIR",
-        type=Path,
-        help="run-store root (default: $VITRINE_HOME, else ./.vitrine)",
+    traces = parser.add_argument_group("traces (OpenTelemetry; off unless a destination is set)")
+    traces.add_argument(
+        "--trace-to",
+        metavar="URL",
+        help="send spans over OTLP/HTTP to URL (/v1/traces is appended); see docs/tracing.md",
     )
+    traces.add_argument(
+        "--trace-content",
+        action="store_true",
+        help="put prompts, answers and tool arguments (scrubbed) in the spans",
+    )
+
+    execution = parser.add_argument_group("where trials run")
+    execution.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        help="run trials in this process (local, the default) or on a Ray cluster (ray); "
+        "either way this process alone writes the runs (see docs/ray.md)",
+    )
+    execution.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="the Ray cluster for --executor ray (default: start a local one)",
+    )
+
+    add_store_option(parser)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return parser
 
@@ -170,23 +261,40 @@ def _main(argv: Sequence[str] | None) -> int:
         # A person at a terminal gets the plan selector; it runs nothing without answers.
         from vitrine.selector import interactive_main
 
-        return interactive_main(_DEFAULT_SUITE)
+        return interactive_main(DEFAULT_SUITE)
     if not args:
         # Running something by default would make a typo in a script start real work.
         sys.stderr.write(_HINT)
         _error("nothing to run: choose --all (the offline suite) or --eval-plan NAME")
-        return _INVALID_ARGUMENTS
-    if args[0] in SUBCOMMANDS:
-        return _subcommand(args[0], args[1:])
-    parser = build_parser()
+        return ExitCode.INVALID_ARGUMENTS
+    head = args[0]
+    if head in PLAN_COMMANDS:
+        return _plan_command(head, args[1:])
+    if head in SUBCOMMANDS:
+        return _subcommand(head, args[1:])
+    if not head.startswith("-"):
+        sys.stderr.write(_HINT)
+        _error(f"unknown command {head[:40]!r}: choose one of {', '.join(COMMANDS)}")
+        return ExitCode.INVALID_ARGUMENTS
+    # The protocol's flags without a command: `vitrine --all` is `vitrine run --all`.
+    return _plan_command(None, args)
+
+
+def _plan_command(command: str | None, args: list[str]) -> int:
+    """``vitrine run | self-test | controls ARGS``, or the group's own flags (``command`` None)."""
+    if command == "run" and not args:
+        sys.stderr.write(_HINT)
+        _error("nothing to run: choose --all (the offline suite) or --eval-plan NAME")
+        return ExitCode.INVALID_ARGUMENTS
+    parser = build_parser(command)
     try:
         namespace = parser.parse_args(args)
-    except _ArgumentError as exc:
+    except CommandRefusal as exc:
         sys.stderr.write(parser.format_usage())
         _error(str(exc))
-        return _INVALID_ARGUMENTS
+        return ExitCode.INVALID_ARGUMENTS
     except SystemExit as exc:  # --help and --version print and exit 0 through argparse
-        return exc.code if isinstance(exc.code, int) else _INVALID_ARGUMENTS
+        return exc.code if isinstance(exc.code, int) else ExitCode.INVALID_ARGUMENTS
 
     if (
         not _given_options(namespace, ignore={"suite"})
@@ -202,7 +310,13 @@ def _main(argv: Sequence[str] | None) -> int:
         others = _given_options(namespace, ignore={"list_plans", "suite"})
         if others:
             _error(f"--list-plans runs nothing, so it takes only --suite; got {', '.join(others)}")
-            return _INVALID_ARGUMENTS
+            return ExitCode.INVALID_ARGUMENTS
+    from vitrine.bench.executors import executor_refusal
+
+    refusal = executor_refusal(namespace.executor, namespace.ray_address)
+    if refusal is not None:
+        _error(refusal)
+        return ExitCode.INVALID_ARGUMENTS
 
     from vitrine.plans.base import UsageError
     from vitrine.plans.validation import validate
@@ -210,19 +324,34 @@ def _main(argv: Sequence[str] | None) -> int:
 
     try:
         # An empty --suite is a mistake to name, not a request for the default suite.
-        suite = load_suite(_DEFAULT_SUITE if namespace.suite is None else namespace.suite)
+        suite = load_suite(DEFAULT_SUITE if namespace.suite is None else namespace.suite)
     except SuiteLoadError as exc:
         _error(str(exc))
         return int(exc.exit_code)
     if namespace.list_plans:
         _list_plans(suite, sys.stdout)
-        return 0
+        return ExitCode.PASS
     try:
         plan, request = validate(suite, _options(namespace), console=True)
     except UsageError as exc:
         _error(str(exc))
-        return _INVALID_ARGUMENTS
-    return _dispatch(plan, request)
+        return ExitCode.INVALID_ARGUMENTS
+    from vitrine import tracing
+
+    try:
+        tracing.start(trace_to=namespace.trace_to, trace_content=namespace.trace_content)
+    except tracing.TracingUnavailableError as exc:
+        _error(str(exc))
+        return ExitCode.INFRASTRUCTURE
+    except tracing.TracingConfigError as exc:
+        _error(str(exc))
+        return ExitCode.INVALID_ARGUMENTS
+    try:
+        return _dispatch(
+            plan, request, executor=namespace.executor, ray_address=namespace.ray_address
+        )
+    finally:
+        tracing.shutdown()
 
 
 def _subcommand(name: str, argv: list[str]) -> int:
@@ -234,12 +363,12 @@ def _subcommand(name: str, argv: list[str]) -> int:
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
             _error(f"the {name!r} subcommand is not part of this version of vitrine")
-            return _INVALID_ARGUMENTS
+            return ExitCode.INVALID_ARGUMENTS
         hint = missing_extra_hint(exc)
         if hint is None:
             raise
         _error(f"vitrine {name} {hint}")
-        return _INFRASTRUCTURE
+        return ExitCode.INFRASTRUCTURE
     try:
         code = module.main(argv)
     except ModuleNotFoundError as exc:
@@ -247,7 +376,7 @@ def _subcommand(name: str, argv: list[str]) -> int:
         if hint is None:
             raise
         _error(f"vitrine {name} {hint}")
-        return _INFRASTRUCTURE
+        return ExitCode.INFRASTRUCTURE
     return int(code)
 
 
@@ -261,6 +390,7 @@ _EXTRA_FOR_MODULE = {
     "pgvector": "rag",
     "pgserver": "rag",
     "openai": "live",
+    "aiohttp": "live",
     "llama_cpp": "local",
     "torch": "shop",
     "sentence_transformers": "shop",
@@ -304,24 +434,37 @@ def _options(namespace: argparse.Namespace) -> PlanOptions:
     )
 
 
-def _dispatch(plan: Plan, request: PlanRequest) -> int:
+def _dispatch(
+    plan: Plan, request: PlanRequest, *, executor: str | None = None, ray_address: str | None = None
+) -> int:
     import asyncio
 
+    from vitrine.bench.executors import ExecutorError, ExecutorUnavailableError, open_executor
     from vitrine.plans.base import PlanOutcome, UsageError
     from vitrine.redact import describe_exception
 
     try:
-        with _terminate_as_interrupt():
+        # Every run the plan starts uses this executor; the runs are written here either way.
+        with (
+            _terminate_as_interrupt(),
+            open_executor(executor or "local", ray_address=ray_address),
+        ):
             # Typed as object: a user plan may break its contract, and that must not crash here.
             outcome: object = asyncio.run(plan.run(request))
+    except ExecutorUnavailableError as exc:  # no cluster at the address, or hosts not started
+        _error(str(exc))
+        return ExitCode.INFRASTRUCTURE
+    except ExecutorError as exc:  # e.g. a subject that cannot be pickled for Ray workers
+        _error(str(exc))
+        return ExitCode.INVALID_ARGUMENTS
     except UsageError as exc:  # a plan may refuse what only it can check (e.g. a missing file)
         _error(str(exc))
-        return _INVALID_ARGUMENTS
+        return ExitCode.INVALID_ARGUMENTS
     except (KeyboardInterrupt, asyncio.CancelledError):
         # Runs already started are sealed by the runner; what is on disk is incomplete, which
         # is an infrastructure class, never a pass or a measured result.
         _error(f"{plan.name} interrupted: the session is incomplete and was not scored")
-        return _INFRASTRUCTURE
+        return ExitCode.INFRASTRUCTURE
     except SystemExit as exc:
         # A plan that exits the process has not reported an outcome, whatever code it chose:
         # exit 0 from inside a plan would otherwise read as a pass nobody measured.
@@ -329,21 +472,21 @@ def _dispatch(plan: Plan, request: PlanRequest) -> int:
             f"{plan.name} tried to exit the process (code {exc.code!r}) instead of returning "
             "an outcome: nothing it did was scored"
         )
-        return _INFRASTRUCTURE
+        return ExitCode.INFRASTRUCTURE
     except Exception as exc:
         hint = missing_extra_hint(exc) if isinstance(exc, ModuleNotFoundError) else None
         if hint is not None:
             _error(f"{plan.name} {hint}")
-            return _INFRASTRUCTURE
+            return ExitCode.INFRASTRUCTURE
         if os.environ.get("VITRINE_DEBUG") == "1":
             import traceback
 
             traceback.print_exc(file=sys.stderr)
         _error(f"{plan.name} failed unexpectedly: {describe_exception(exc)}")
-        return _INFRASTRUCTURE
+        return ExitCode.INFRASTRUCTURE
     if not isinstance(outcome, PlanOutcome):
         _error(f"{plan.name} returned {type(outcome).__name__}, not a PlanOutcome")
-        return _INFRASTRUCTURE
+        return ExitCode.INFRASTRUCTURE
     out = sys.stdout
     for line in outcome.summary:
         out.write(f"{line}\n")
@@ -418,8 +561,7 @@ def _given_options(namespace: argparse.Namespace, *, ignore: set[str]) -> list[s
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"{PROG}: error: {message}\n")
-    sys.stderr.flush()
+    print_error(PROG, message)
 
 
 def dispatch_plan(plan: Plan, request: PlanRequest) -> int:
