@@ -61,6 +61,7 @@ from vitrine.subjects.chat_client import (
     Turn,
     parse_sse,
 )
+from vitrine.vocabulary import Status, status_of_label
 
 if TYPE_CHECKING:
     from vitrine.bench.response import SubjectResponse
@@ -110,6 +111,11 @@ class Metric:
     state: str  # one of METRIC_STATES; "skipped" is a judged metric that was not measured
     detail: str = ""
 
+    @property
+    def status(self) -> Status:
+        """The metric's state in vitrine's one outcome vocabulary (the stored label is kept)."""
+        return status_of_label(self.state)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -129,14 +135,14 @@ class Metrics:
     @property
     def failures(self) -> list[str]:
         """One message per failed metric, in the order they were recorded."""
-        return [failure_message(m) for m in self.recorded if m.state == "failed"]
+        return [failure_message(m) for m in self.recorded if m.status is Status.FAIL]
 
     @property
     def unmeasured(self) -> list[str]:
         return [
             f"judged metric {m.name!r} not measured: {m.detail}"
             for m in self.recorded
-            if m.state == "skipped"
+            if m.status is Status.NOT_MEASURED
         ]
 
     def settle(self, unmeasured: str = "skip") -> None:
