@@ -4,7 +4,7 @@ Run: python benchmarks/live_local.py [--scenario ID] [--plans eval01-agent,eval0
 
 Path "in-process": ``--provider local``, SmolLM2-135M-Instruct loaded by llama-cpp-python.
 Path "server": ``python -m llama_cpp.server`` serving the same GGUF (chat format
-``chatml-function-calling``), reached through the OpenAI SDK as a free endpoint.
+``chatml-function-calling``), reached as a free OpenAI-compatible endpoint.
 
 For each path: tokens per second of one plain 128-token generation (from the usage the model
 reports), then each plan on one scenario with small ceilings, timed from its receipt

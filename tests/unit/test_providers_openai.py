@@ -402,9 +402,22 @@ def test_model_identity_and_provenance_follow_the_configuration():
     assert "sk-test" not in repr(paid)
 
 
+async def test_the_key_travels_as_a_bearer_token_and_never_as_an_azure_header():
+    with FakeOpenAIServer(FakeReply.text("ok")) as s:
+        model = _model(s)
+        for _ in range(3):
+            await model.complete(_ask())
+        await model.aclose()
+        headers = [r.headers for r in s.requests]
+    assert {h["authorization"] for h in headers} == {"Bearer sk-test-key-0000"}
+    assert all("api-key" not in h for h in headers)
+
+
 def test_contradictory_or_empty_settings_are_refused():
     with pytest.raises(ValueError, match="either base_url"):
         OpenAICompatibleModel("m", api_key="k", base_url="http://a/v1", azure_endpoint="http://b")
+    with pytest.raises(ValueError, match="api_version"):
+        OpenAICompatibleModel("deployment", api_key="k", azure_endpoint="https://r.example")
     with pytest.raises(ValueError, match="model"):
         OpenAICompatibleModel("", api_key="k")
     with pytest.raises(ValueError, match="timeout"):
