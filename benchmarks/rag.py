@@ -23,11 +23,18 @@ from pathlib import Path
 
 import numpy as np
 
+from vitrine.rag.chunking import Chunk, load_knowledge_base
+from vitrine.rag.database import database_url, release_embedded_servers
+from vitrine.rag.dataset import load_dataset, load_thresholds
+from vitrine.rag.ingest import ingest
+from vitrine.rag.metrics import HeuristicScorer
+from vitrine.rag.pipeline import evaluate, retrieve
+from vitrine.rag.vectorstore import StoredRow, VectorStore
+from vitrine_shop.rag import RAG
+
 
 def ann_versus_exact(url: str, rows: int, *, dimension: int = 384, queries: int = 100) -> None:
     """Build an HNSW table of ``rows`` random vectors; compare top-10 latency and recall."""
-    from vitrine.rag.chunking import Chunk
-    from vitrine.rag.vectorstore import StoredRow, VectorStore
 
     rng = np.random.default_rng(7)
 
@@ -87,14 +94,6 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="vitrine-rag-bench-"))
     os.environ.setdefault("VITRINE_HOME", str(root))
-    from vitrine.rag.chunking import load_knowledge_base
-    from vitrine.rag.database import database_url, release_embedded_servers
-    from vitrine.rag.dataset import load_dataset, load_thresholds
-    from vitrine.rag.ingest import ingest
-    from vitrine.rag.metrics import HeuristicScorer
-    from vitrine.rag.pipeline import evaluate, retrieve
-    from vitrine.rag.vectorstore import VectorStore
-    from vitrine_shop.rag import RAG
 
     started = time.perf_counter()
     url = database_url(root)

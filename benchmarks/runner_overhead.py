@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from vitrine.bench.model import BenchmarkDefinition, Case, admit, check
+from vitrine.bench.model import Arm, BenchmarkDefinition, Case, admit, check
 from vitrine.bench.response import SubjectResponse
 from vitrine.bench.runner import run_benchmark
 from vitrine.floors import ChanceFloor
@@ -67,7 +67,6 @@ def _peak_rss_mb() -> float:
 
 def measure(schema_version: int, trials: int, concurrency: int) -> dict[str, float]:
     """One layout, in this process: run, seal, and load back the whole run."""
-    from vitrine.bench.model import Arm
 
     definition = _definition(trials)
     arm = Arm("instant", _instant_subject)

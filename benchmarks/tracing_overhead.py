@@ -25,6 +25,8 @@ import timeit
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from vitrine import tracing
+
 _CHILD = """
 import json, sys, time
 started = time.perf_counter()
@@ -110,8 +112,6 @@ def main() -> int:
             results[mode] = _run(mode, root / mode, url)
         spans = _spans_per_suite(url + "/v1/traces", root / "count")
     server.shutdown()
-
-    from vitrine import tracing
 
     tracing.shutdown()
     per_call = (

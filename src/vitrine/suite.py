@@ -19,6 +19,7 @@ from typing import Any
 from vitrine.commandline import DEFAULT_SUITE
 from vitrine.outcomes import ExitCode
 from vitrine.plans.base import Plan, PlanKind, UsageError
+from vitrine.redact import describe_exception
 
 __all__ = [
     "ALIAS_FLAGS",
@@ -266,8 +267,6 @@ def load_suite(spec: str = DEFAULT_SUITE) -> Suite:
             ExitCode.INFRASTRUCTURE,
         ) from exc
     except Exception as exc:
-        from vitrine.redact import describe_exception
-
         raise SuiteLoadError(
             f"--suite {spec}: importing the module failed ({describe_exception(exc)})",
             ExitCode.INFRASTRUCTURE,

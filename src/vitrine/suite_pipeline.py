@@ -44,6 +44,8 @@ from vitrine.outcomes import ExitCode, Observation
 from vitrine.plans.base import PlanOutcome, PlanRequest
 from vitrine.progress import NodeStatus, SuiteNode, Timeline
 from vitrine.redact import describe_exception
+from vitrine.reports.console import render_console, terminal_console
+from vitrine.reports.live import LiveProgress
 from vitrine.reports.model import (
     AnswerSample,
     BenchmarkSection,
@@ -52,6 +54,7 @@ from vitrine.reports.model import (
     SuiteReport,
 )
 from vitrine.reports.sections import benchmark_section
+from vitrine.reports.writer import write_reports
 from vitrine.store import RunStore, RunStoreError
 
 __all__ = [
@@ -465,7 +468,6 @@ def _progress_sink(request: PlanRequest) -> Sink | None:
         return request.progress
     if not (request.console and sys.stderr.isatty()):
         return None
-    from vitrine.reports.live import LiveProgress
 
     return LiveProgress(sys.stderr).handle
 
@@ -571,7 +573,6 @@ def _session_dir(root: Path, started_at: str) -> Path:
 def _publish(
     request: PlanRequest, report: SuiteReport, store: RunStore, notes: list[str]
 ) -> PlanOutcome:
-    from vitrine.reports.writer import write_reports
 
     code = ExitCode(report.exit_code)
     report = report.model_copy(update={"notes": notes})
@@ -585,8 +586,6 @@ def _publish(
         update={"artifacts": {name: str(path) for name, path in paths.items()}}
     )
     if request.console:
-        from vitrine.reports.console import render_console, terminal_console
-
         render_console(report, terminal_console())
     summary = [f"exit {int(code)} ({code.meaning}): {report.exit_reason}", *notes]
     return PlanOutcome(code, summary, list(paths.values()))

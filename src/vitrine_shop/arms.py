@@ -23,6 +23,7 @@ from vitrine_shop.memory import BUDGET, RECALL_PROBE, RECALL_REQUEST
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.scenarios import OFFLINE_BENCHMARK_SCENARIO_IDS, load_scenarios
 from vitrine_shop.scripted import ScriptedFaults
+from vitrine_shop.workflow import ShopWorkflow
 
 __all__ = [
     "DEFAULT_POISON",
@@ -154,8 +155,6 @@ def ablated_memory_agent_arm(
 
 def zero_model_workflow_arm(services: ShopServices | None = None) -> Arm:
     """Architecture two with no model at all: every stage answers by its code path."""
-    # Imported here so the agent arms stay usable while the workflow is being changed.
-    from vitrine_shop.workflow import ShopWorkflow
 
     async def subject(case: Case) -> SubjectResponse:
         workflow = ShopWorkflow(None, services if services is not None else shared_services())

@@ -18,7 +18,7 @@ THRESHOLDS_PATH = _DATA / "rag_thresholds.json"
 def _embedder() -> TextEmbedder:
     # Imported here: the embeddings module pulls numpy and the catalogue, which `vitrine rag
     # --help` must not pay for.
-    from vitrine_shop.embeddings import MiniLMEmbedder
+    from vitrine_shop.embeddings import MiniLMEmbedder  # noqa: PLC0415
 
     return MiniLMEmbedder()
 

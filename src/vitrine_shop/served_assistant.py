@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from vitrine.providers.base import ChatCompletion, ChatRequest, Provenance
+from vitrine.providers.base import ChatCompletion, ChatRequest, Provenance, ProviderError
 from vitrine.service.protocol import (
     AssistantReply,
     AssistantUnavailable,
@@ -33,8 +33,19 @@ from vitrine.service.protocol import (
     ToolEvent,
     UnknownPersonaError,
 )
+from vitrine.service.providers import provider_model
+
+# Through the package, not the name: a planted mutant replaces scripted.ScriptedShopModel.
+from vitrine_shop import scripted
+from vitrine_shop.agent import ShopAgent
+from vitrine_shop.arms import shared_services
+from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import SKU_IN_TEXT
+from vitrine_shop.embeddings import MiniLMEmbedder
 from vitrine_shop.front_desk import FrontDesk, catalogue_vocabulary
+from vitrine_shop.memory import extract_constraints
+from vitrine_shop.tools import ToolBox
+from vitrine_shop.workflow import ShopWorkflow
 
 if TYPE_CHECKING:
     from vitrine.bench.response import SubjectResponse
@@ -120,8 +131,6 @@ class ShopAssistant:
 
     async def warm_up(self) -> str | None:
         if self.options.provider != "scripted":
-            from vitrine.service.providers import provider_model
-
             model, reason = provider_model(self.options)
             if model is None:
                 return reason
@@ -172,18 +181,12 @@ class ShopAssistant:
     async def _subject_answer(
         self, services: ShopServices, persona_id: str | None, user_turns: Sequence[str]
     ) -> SubjectResponse:
-        from vitrine.providers.base import ProviderError
-        from vitrine_shop.conversation import ShopRequest
 
         request = ShopRequest(persona_id, tuple(user_turns))
         model = self._turn_model(services, persona_id, user_turns)
         try:
             if self.options.architecture == "workflow":
-                from vitrine_shop.workflow import ShopWorkflow
-
                 return await ShopWorkflow(model, services).answer(request)
-            from vitrine_shop.agent import ShopAgent
-
             return await ShopAgent(model, services).answer(request)
         except ProviderError as exc:
             # The provider's own words stay in the log; the customer gets its category only.
@@ -198,18 +201,15 @@ class ShopAssistant:
             return BrokenModel()
         model = self._model
         if model is None:
-            from vitrine_shop.scripted import ScriptedShopModel
-
-            model = ScriptedShopModel()  # per turn: a scripted model keeps per-trial counters
+            model = (
+                scripted.ScriptedShopModel()
+            )  # per turn: a scripted model keeps per-trial counters
         if self.options.regress == REPEAT_OWNED and persona_id is not None:
             return RepeatOwnedModel(model, services, persona_id, user_turns)
         return model
 
 
 def _load() -> tuple[ShopServices, FrontDesk, frozenset[str]]:
-    from vitrine_shop.arms import shared_services
-    from vitrine_shop.embeddings import MiniLMEmbedder
-    from vitrine_shop.tools import ToolBox
 
     services = shared_services()
     _ = services.vectors  # the catalogue vectors, read once here rather than on a first turn
@@ -275,7 +275,6 @@ def _repeat_owned(
 ) -> str:
     """The regression: append one owned durable to a recommendation list, formatted like the
     assistant's own lines and within every stated constraint, so only ownership is wrong."""
-    from vitrine_shop.memory import extract_constraints
 
     lines = answer.split("\n")
     listed = [

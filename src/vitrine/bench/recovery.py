@@ -19,8 +19,13 @@ from pathlib import Path
 from vitrine.bench.model import Arm, BenchmarkDefinition
 from vitrine.bench.results import RunResult
 from vitrine.bench.retry import RetryPolicy
+from vitrine.bench.runner import resume_run
 from vitrine.errors import VitrineError
 from vitrine.store.errors import ResumeMismatchError, RunStoreError
+from vitrine.store.layout import RunPaths
+from vitrine.store.maintenance import inspect_store
+from vitrine.store.naming import RUN_ID_PATTERN
+from vitrine.store.reader import read_manifest
 from vitrine.store.run_store import RunStore
 
 __all__ = [
@@ -69,9 +74,6 @@ def find_unsealed(
     store: RunStore | str | os.PathLike[str] | None = None,
 ) -> tuple[UnsealedRun, ...]:
     """Every unsealed run of ``store`` (a :class:`RunStore` or its root), oldest first."""
-    from vitrine.store.layout import RunPaths
-    from vitrine.store.maintenance import inspect_store
-    from vitrine.store.reader import read_manifest
 
     root = _root(store)
     found = []
@@ -148,7 +150,6 @@ async def resume_unsealed_async(
     retry: RetryPolicy | None = None,
 ) -> tuple[RunResult, ...]:
     """The awaitable form of :func:`resume_unsealed`."""
-    from vitrine.bench.runner import resume_run
 
     target = select_unsealed(store, run_id)
     if target is None:
@@ -200,7 +201,6 @@ def _root(store: RunStore | str | os.PathLike[str] | None) -> Path:
 
 
 def _is_run(root: Path, run_id: str) -> bool:
-    from vitrine.store.naming import RUN_ID_PATTERN
 
     return (
         bool(RUN_ID_PATTERN.match(run_id)) and (root / "runs" / run_id / "manifest.json").is_file()

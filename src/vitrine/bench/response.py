@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from vitrine.errors import VitrineError
+from vitrine.redact import bound_text
 
 __all__ = [
     "AttemptOutcome",
@@ -317,7 +318,6 @@ class SubjectResponse:
 
     def to_dict(self, preview_limit: int = 1000) -> dict[str, Any]:
         """A bounded, persistable account of the response."""
-        from vitrine.redact import bound_text
 
         return {
             "answer_preview": None

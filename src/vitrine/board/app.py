@@ -8,6 +8,7 @@ page functions to write a static copy.
 from __future__ import annotations
 
 import hmac
+import json
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from urllib.parse import quote, unquote
 
 from vitrine.bench.results import RunResult
 from vitrine.board.catalog import DOCUMENTS, KINDS, VERDICTS, Catalog, RunHeader
+from vitrine.board.compare import BUCKETS, compare_sides
 from vitrine.board.query import IndexQuery, Page, QueryError
 from vitrine.board.render import render
 from vitrine.board.runs import (
@@ -27,6 +29,13 @@ from vitrine.board.runs import (
     trial_view,
 )
 from vitrine.board.setup import BOARD_MAX_REPETITIONS, JobRunner, SetupRequest, plan_choices
+from vitrine.board.trends import MAX_POINTS, trends_for
+from vitrine.redact import describe_exception
+from vitrine.redteam.report import write_run_html
+from vitrine.redteam.runs import RunNotFoundError, finding_states, load_run, read_signoffs, sign_off
+from vitrine.reports.writer import ReportSchemaError, load_report
+from vitrine.store.naming import sanitize_file_name
+from vitrine.suite import DEFAULT_SUITE, SuiteLoadError, load_suite
 
 __all__ = ["Board", "Reply", "static_name"]
 
@@ -190,7 +199,6 @@ class Board:
         )
 
     def _offline_page(self, header: RunHeader) -> Reply:
-        from vitrine.reports.writer import ReportSchemaError, load_report
 
         try:
             report = load_report(self.root / header.location / DOCUMENTS["offline"])
@@ -205,7 +213,6 @@ class Board:
         return self._page("trial.html.j2", header=header, run=run, trial=trial_view(run, case_id))
 
     def compare(self, a: str, b: str) -> Reply:
-        from vitrine.board.compare import BUCKETS, compare_sides
 
         if not a or not b:
             raise BoardError("choose two runs or sessions to compare: /compare?a=ID&b=ID", 400)
@@ -239,7 +246,6 @@ class Board:
         return session, by_arm
 
     def trends(self, definition_hash: str) -> Reply:
-        from vitrine.board.trends import MAX_POINTS, trends_for
 
         headers = self.catalog.headers()
         if not definition_hash:
@@ -260,7 +266,6 @@ class Board:
         )
 
     def controls(self) -> Reply:
-        from vitrine.reports.writer import ReportSchemaError, load_report
 
         latest = next((h for h in self.catalog.headers() if h.kind == "offline"), None)
         report = None
@@ -297,7 +302,6 @@ class Board:
         return self._page("redteam_index.html.j2", runs=runs)
 
     def _redteam_page(self, header: RunHeader, notice: str = "") -> Reply:
-        from vitrine.redteam.runs import RunNotFoundError, finding_states, load_run, read_signoffs
 
         run_dir = self.root / header.location
         try:
@@ -310,8 +314,6 @@ class Board:
         )
 
     def _sign_off(self, run_key: str, form: Mapping[str, str]) -> Reply:
-        from vitrine.redteam.report import write_run_html
-        from vitrine.redteam.runs import load_run, read_signoffs, sign_off
 
         if self.static:
             raise BoardError("an exported board is read-only", 405)
@@ -335,7 +337,6 @@ class Board:
     # -- setup ------------------------------------------------------------------------------
 
     def _suite(self) -> Any:
-        from vitrine.suite import DEFAULT_SUITE, SuiteLoadError, load_suite
 
         try:
             return load_suite(self.suite_spec or DEFAULT_SUITE)
@@ -348,8 +349,6 @@ class Board:
             scenarios = [suite.scenarios[key] for key in suite.scenarios]
             scenario_problem = None
         except Exception as exc:
-            from vitrine.redact import describe_exception
-
             scenarios, scenario_problem = [], describe_exception(exc)
         return self._page(
             "setup.html.j2",
@@ -372,7 +371,6 @@ class Board:
         return self._page("job.html.j2", job=self.jobs.get(job_id))
 
     def job_json(self, job_id: int) -> Reply:
-        import json
 
         try:
             body = json.dumps(self.jobs.get(job_id).to_dict())
@@ -388,7 +386,6 @@ def _segments(path: str) -> list[str]:
 
 def static_name(path: str) -> str:
     """The file name an exported page is written under (flat, so relative links just work)."""
-    from vitrine.store.naming import sanitize_file_name
 
     route, _, query = path.partition("?")
     parts = [p for p in route.split("/") if p]
@@ -414,7 +411,8 @@ def _facets(headers: Sequence[RunHeader]) -> dict[str, list[str]]:
 def _load_matrix(path: Path) -> tuple[Any, str | None]:
     """The kill matrix through its own reader, or the sentence saying why it cannot be shown."""
     try:
-        from vitrine.mutants.report import MatrixSchemaError, load_matrix
+        # Guarded: a board reading a newer store may meet matrices this version cannot read.
+        from vitrine.mutants.report import MatrixSchemaError, load_matrix  # noqa: PLC0415
     except ImportError:
         return None, "this version of vitrine cannot read mutant matrices"
     try:

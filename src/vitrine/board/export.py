@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from vitrine.board.app import Board, static_name
 from vitrine.board.query import IndexQuery
-from vitrine.store.files import atomic_write_bytes
+from vitrine.store.files import atomic_write_bytes, read_json
 
 __all__ = ["export_board"]
 
@@ -51,7 +51,6 @@ def export_board(root: Path, directory: Path, *, max_runs: int = 1000) -> int:
 
 
 def _case_ids(run_dir: Path) -> list[str]:
-    from vitrine.store.files import read_json
 
     try:
         manifest = read_json(run_dir / "manifest.json")

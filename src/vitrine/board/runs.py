@@ -18,6 +18,7 @@ from vitrine.errors import VitrineError
 from vitrine.outcomes import MeasurementState, Observation
 from vitrine.store.errors import RunStoreError
 from vitrine.store.files import read_json
+from vitrine.store.reader import load_run
 
 __all__ = [
     "BoardError",
@@ -54,7 +55,6 @@ def read_document(root: Path, location: str) -> dict[str, Any]:
 
 def load_benchmark_run(root: Path, location: str) -> RunResult:
     """Load a sealed run; a tampered or unsealed run is refused with the store's own sentence."""
-    from vitrine.store.reader import load_run
 
     run_dir = (root / location).resolve()
     if not run_dir.is_relative_to(root.resolve()):

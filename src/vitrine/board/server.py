@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -128,7 +129,6 @@ class _Handler(BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def serve(board: Board, host: str = "127.0.0.1", port: int = 0) -> Iterator[BoardServer]:
     """Start the board in a background thread; stop it when the block ends."""
-    import threading
 
     server = BoardServer(board, host, port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

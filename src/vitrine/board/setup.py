@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vitrine.board.runs import BoardError
+from vitrine.plans.base import UsageError
+from vitrine.plans.validation import PlanOptions, validate
 
 if TYPE_CHECKING:
     from vitrine.suite import Suite
@@ -101,8 +103,6 @@ class SetupRequest:
 
     def argv(self, suite: Suite, suite_spec: str | None, root: Path) -> list[str]:
         """Validate with the CLI's own rules; return the command-line arguments that run it."""
-        from vitrine.plans.base import UsageError
-        from vitrine.plans.validation import PlanOptions, validate
 
         if not self.plan:
             raise BoardError("choose a plan: nothing runs implicitly", 400)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from vitrine.errors import VitrineError
 from vitrine.mutants.model import MutantCatalogue
 from vitrine.plans.base import PlanKind, UsageError
+from vitrine.redact import describe_exception
 from vitrine.suite import Suite
 
 __all__ = ["MUTANTS_COMPONENT", "CatalogueImportError", "catalogue_plan", "suite_catalogue"]
@@ -28,8 +29,6 @@ def suite_catalogue(suite: Suite) -> MutantCatalogue:
     except UsageError:
         raise
     except Exception as exc:
-        from vitrine.redact import describe_exception
-
         raise CatalogueImportError(
             f"suite {suite.name}: importing its mutant catalogue failed ({describe_exception(exc)})"
         ) from exc

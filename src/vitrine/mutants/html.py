@@ -10,6 +10,7 @@ from __future__ import annotations
 from importlib.resources import files
 
 from vitrine.mutants.report import MutantMatrix
+from vitrine.outcomes import ExitCode
 from vitrine.reports import formatting as fmt
 from vitrine.reports.html import _environment
 
@@ -42,6 +43,5 @@ def render_matrix_html(matrix: MutantMatrix) -> str:
 
 
 def _exit_meaning(code: int) -> str:
-    from vitrine.outcomes import ExitCode
 
     return ExitCode(code).meaning

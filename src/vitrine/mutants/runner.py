@@ -35,8 +35,11 @@ from vitrine.mutants.classify import classify, compare_expected
 from vitrine.mutants.job import LOG_NAME, RESULT_NAME, WorkerJob, WorkerResult
 from vitrine.mutants.model import Mutant, MutantCatalogue
 from vitrine.mutants.report import Baseline, MutantMatrix, MutantRow
+from vitrine.mutants.writer import write_matrix
 from vitrine.outcomes import ExitCode
 from vitrine.plans.base import UsageError
+from vitrine.redact import sanitize_text
+from vitrine.store.naming import new_run_id, resolve_root
 from vitrine.suite import DEFAULT_SUITE, load_suite
 
 __all__ = [
@@ -95,8 +98,6 @@ async def run_mutants(
     (no catalogue, unknown ids, bad limits) and :class:`MutantRunError` when the result would
     mean nothing (the healthy subject does not pass, the catalogue cannot be imported).
     """
-    from vitrine.mutants.writer import write_matrix
-    from vitrine.store.naming import new_run_id, resolve_root
 
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
@@ -381,6 +382,5 @@ def _log_tail(path: Path) -> str:
     except OSError:
         return "no log"
     last = text.splitlines()[-1] if text else "empty log"
-    from vitrine.redact import sanitize_text
 
     return sanitize_text(last, _LOG_TAIL_CHARS)

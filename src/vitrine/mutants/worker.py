@@ -18,7 +18,18 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vitrine import cli
+from vitrine.mutants.catalogue import suite_catalogue
 from vitrine.mutants.job import PLAN_REPORT_NAME, WorkerJob, WorkerResult
+from vitrine.mutants.service_tests import (
+    ServiceTestError,
+    ServiceTests,
+    run_service_tests,
+)
+from vitrine.mutants.statuses import report_statuses
+from vitrine.redact import describe_exception
+from vitrine.reports.writer import ReportSchemaError, load_report
+from vitrine.suite import load_suite
 
 if TYPE_CHECKING:
     from vitrine.suite import Suite
@@ -28,9 +39,6 @@ __all__ = ["main", "run_job"]
 
 def run_job(job: WorkerJob) -> WorkerResult:
     """Do what ``job`` asks in this process and return its result (nothing is written)."""
-    from vitrine.mutants.catalogue import suite_catalogue
-    from vitrine.redact import describe_exception
-    from vitrine.suite import load_suite
 
     try:
         suite = load_suite(job.suite)
@@ -49,15 +57,6 @@ def run_job(job: WorkerJob) -> WorkerResult:
 
 
 def _measure(job: WorkerJob, suite: Suite) -> WorkerResult:
-    from vitrine import cli
-    from vitrine.mutants.service_tests import (
-        ServiceTestError,
-        ServiceTests,
-        run_service_tests,
-    )
-    from vitrine.mutants.statuses import report_statuses
-    from vitrine.redact import describe_exception
-    from vitrine.reports.writer import ReportSchemaError, load_report
 
     report_path = job.folder / PLAN_REPORT_NAME
     code = cli.main(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vitrine.mutants.html import render_matrix_html
 from vitrine.mutants.report import MutantMatrix, matrix_json
+from vitrine.plans.base import UsageError
 from vitrine.store.files import atomic_write_bytes
 from vitrine.store.naming import blocking_file
 
@@ -18,7 +20,6 @@ def refuse_directory(path: Path | None, flag: str) -> None:
     """Refuse a report path that names a directory, or lies under a file, before anything runs."""
     if path is None:
         return
-    from vitrine.plans.base import UsageError
 
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory; name a file to write")
@@ -38,7 +39,6 @@ def write_matrix(
 
     Both texts are rendered before any file is touched, so a rendering error writes nothing.
     """
-    from vitrine.mutants.html import render_matrix_html
 
     targets = {"json": session / JSON_NAME, "html": session / HTML_NAME}
     if json_path is not None:

@@ -17,6 +17,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from vitrine.errors import VitrineError
 from vitrine.outcomes import ExitCode
+from vitrine.store.naming import resolve_root
 
 __all__ = [
     "FunctionPlan",
@@ -138,15 +139,14 @@ class PlanRequest:
 
     def output_root(self) -> Path:
         """The run-store root: ``--output``, else ``$VITRINE_HOME``, else ``./.vitrine``."""
-        from vitrine.store.naming import resolve_root
-
         return resolve_root(self.output)
 
     @property
     def paid_confirmed(self) -> bool:
         """True when paid model calls may start: confirmed, or a provider that costs nothing
         (a local model, or an OpenAI-compatible server declared free)."""
-        from vitrine.providers.config import provider_is_free
+        # providers.config imports this module for PROVIDERS: importing it here breaks the cycle.
+        from vitrine.providers.config import provider_is_free  # noqa: PLC0415
 
         return self.confirm_paid or provider_is_free(self.provider)
 

@@ -38,7 +38,7 @@ from vitrine.providers.base import (
 )
 from vitrine.redact import bound_text
 from vitrine.redteam.attacks import CatalogueError, detector_specs, fill
-from vitrine.redteam.campaign import Execution, PlannedProbe, decide
+from vitrine.redteam.campaign import Execution, PlannedProbe, _build, decide
 from vitrine.redteam.detectors import DetectorSpec, detect, looks_like_refusal
 from vitrine.redteam.judge import SafetyJudge
 from vitrine.redteam.ledger import CallLedger, CeilingReached, CountingChatModel
@@ -53,6 +53,7 @@ from vitrine.redteam.model import (
     TargetFactory,
     TargetReply,
 )
+from vitrine.redteam.runs import excerpt
 
 __all__ = [
     "STRATEGIES",
@@ -260,7 +261,6 @@ async def run_adaptive(
     config: AdaptiveConfig | None = None,
 ) -> tuple[ProbeResult, tuple[str, ...], TargetReply | None]:
     """One adaptive conversation. Returns its result, the kept turns and the last reply."""
-    from vitrine.redteam.campaign import _build
 
     config = config or AdaptiveConfig()
     ledger = CallLedger(config.limits(judge is not None))
@@ -332,7 +332,6 @@ async def run_adaptive_campaign(
 ) -> tuple[CampaignResult, dict[str, tuple[str, ...]], dict[str, str]]:
     """Every goal as one conversation, one after another; also the kept turns and a
     reviewable excerpt of each last reply."""
-    from vitrine.redteam.runs import excerpt
 
     config = config or AdaptiveConfig()
     results: list[ProbeResult] = []

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vitrine.errors import VitrineError
@@ -177,7 +178,6 @@ def _describe(errors: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def load_cases(path: Path) -> CasesFile:
     """Read and validate a case file; every problem is reported, each naming case and field."""
-    import yaml
 
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -16,6 +16,7 @@ from typing import Any
 from vitrine.bench.results import RunResult
 from vitrine.bench.score import BenchmarkScore, FloorComparisonError, RepCollapse
 from vitrine.reports.model import BenchmarkSection, CheckFacts, ComparisonFacts, FloorFacts, RunRef
+from vitrine.store import load_run
 
 __all__ = ["benchmark_section", "recompute_claims"]
 
@@ -149,7 +150,6 @@ def recompute_claims(section: BenchmarkSection, store_root: Path) -> tuple[int, 
     Returns (claims checked, mismatches). A run that cannot be read is itself a mismatch: a
     claim whose evidence is missing or tampered with is not an honest claim.
     """
-    from vitrine.store import load_run
 
     runs: list[RunResult] = []
     mismatches: list[str] = []

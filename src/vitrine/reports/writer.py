@@ -13,7 +13,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from vitrine.errors import VitrineError
+from vitrine.reports.html import render_html
 from vitrine.reports.model import REPORT_SCHEMA_VERSION, SuiteReport
 
 __all__ = ["ReportSchemaError", "load_report", "report_json", "write_reports"]
@@ -51,7 +54,6 @@ def write_reports(
     Returns the paths written, keyed ``json``, ``html`` and, when given, ``json_report`` and
     ``html_report``. Raises ``OSError`` naming the path when a target cannot be written.
     """
-    from vitrine.reports.html import render_html
 
     targets: dict[str, Path] = {
         "json": directory / JSON_NAME,
@@ -113,7 +115,6 @@ def load_report(path: Path) -> SuiteReport:
             f"schema_version {REPORT_SCHEMA_VERSION}. Guessing at unknown fields could show "
             "numbers the report never claimed, so it is refused."
         )
-    from pydantic import ValidationError
 
     try:
         return SuiteReport.model_validate(data)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from vitrine.plans.base import PROVIDERS
+from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
 from vitrine.service.protocol import ServiceOptions
 
 if TYPE_CHECKING:
@@ -19,8 +21,6 @@ __all__ = ["provider_model"]
 
 def provider_model(options: ServiceOptions) -> tuple[ChatModel | None, str | None]:
     """``(model, None)`` when the provider is ready, else ``(None, reason)``."""
-    from vitrine.plans.base import PROVIDERS
-    from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
 
     name = next((known for known in PROVIDERS if known == options.provider), None)
     if name is None:

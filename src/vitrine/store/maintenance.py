@@ -18,8 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from vitrine.store.errors import RunStoreError
+from vitrine.store.index import indexed_run_id_bytes
 from vitrine.store.layout import RunPaths
 from vitrine.store.naming import RUN_ID_PATTERN
+from vitrine.store.reader import is_sealed, read_manifest
 
 RUN_ID_BYTES = re.compile(RUN_ID_PATTERN.pattern.encode())
 
@@ -60,9 +63,6 @@ class StoreHealth:
 
 def inspect_store(root: Path, *, now: float | None = None) -> StoreHealth:
     """Classify every run folder and find stray temporary files; reads manifests only."""
-    from vitrine.store.errors import RunStoreError
-    from vitrine.store.index import indexed_run_id_bytes
-    from vitrine.store.reader import is_sealed, read_manifest
 
     moment = time.time() if now is None else now
     # A run the index lists was sealed; only the others need their manifest read, so a store

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vitrine import __version__
+
 __all__ = ["environment_info", "git_commit", "library_version"]
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -75,6 +77,5 @@ def environment_info() -> dict[str, Any]:
 
 
 def library_version() -> str:
-    from vitrine import __version__
 
     return __version__

@@ -199,7 +199,7 @@ class ReceiptStore:
         lock_path = self.sessions_dir / ".index.lock"
         with lock_path.open("a") as handle:
             try:
-                import fcntl
+                import fcntl  # noqa: PLC0415 - POSIX only, so it is tried where it is needed
             except ImportError:  # no advisory locks on this platform: last writer wins
                 yield
                 return

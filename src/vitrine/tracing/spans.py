@@ -17,7 +17,9 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
+from vitrine.redact import sanitize_text
 from vitrine.tracing import semconv as sc
+from vitrine.tracing.content import input_messages, output_messages, scrubbed
 
 if TYPE_CHECKING:
     from vitrine.providers.base import ChatCompletion, ChatRequest
@@ -197,8 +199,6 @@ def tool_span(
         sc.TOOL_TYPE: "function",
     }
     if _backend.capture_content and arguments is not None:
-        from vitrine.tracing.content import scrubbed
-
         text = arguments if isinstance(arguments, str) else json.dumps(arguments, default=str)
         attributes[sc.TOOL_ARGUMENTS] = scrubbed(text)
     return _backend.span(f"{sc.OP_EXECUTE_TOOL} {tool_name}", attributes)
@@ -216,8 +216,6 @@ def record_tool_result(
         return
     span.set(sc.TOOL_STATUS, status)
     if _backend.capture_content and result_text is not None:
-        from vitrine.tracing.content import scrubbed
-
         span.set(sc.TOOL_RESULT, scrubbed(result_text()))
 
 
@@ -272,8 +270,6 @@ def _chat_scope(
         attributes[sc.REQUEST_MAX_TOKENS] = request.max_output_tokens
         attributes[sc.REQUEST_TEMPERATURE] = request.temperature
         if backend.capture_content:
-            from vitrine.tracing.content import input_messages
-
             attributes[sc.INPUT_MESSAGES] = input_messages(request)
     with backend.span(f"{sc.OP_CHAT} {model_id}", attributes) as span:
         token = _CHAT.set(span)
@@ -332,8 +328,6 @@ def record_completion(span: Span, completion: ChatCompletion) -> None:
         span.set(sc.INPUT_TOKENS, completion.usage.input_tokens)
         span.set(sc.OUTPUT_TOKENS, completion.usage.output_tokens)
     if _backend.capture_content:
-        from vitrine.tracing.content import output_messages
-
         span.set(sc.OUTPUT_MESSAGES, output_messages(completion))
 
 
@@ -355,7 +349,6 @@ def evaluation(
     span = _backend.current()
     if span is None:
         return
-    from vitrine.redact import sanitize_text
 
     why = sanitize_text(explanation) if explanation else None
     span.event(

@@ -18,6 +18,7 @@ from vitrine import Authority, RunResult
 from vitrine.store import load_run
 from vitrine.suite_pipeline import SuiteRun
 from vitrine_shop.evals.benchmarks import canonical_definition
+from vitrine_shop.evals.controls import EXPECTED_CONTROLS, shop_manifest
 from vitrine_shop.evals.offline import REFERENCE_ARM, REPETITIONS
 from vitrine_shop.evals.predicates import RECOMMENDATION_CHECK_KEYS
 from vitrine_shop.evals.production import PRODUCTION_CHECK_KEYS
@@ -137,7 +138,6 @@ def self_test_failures(healthy: SuiteRun, ablated: SuiteRun) -> list[str]:
 
 
 def _control_failures(run: SuiteRun) -> list[str]:
-    from vitrine_shop.evals.controls import EXPECTED_CONTROLS, shop_manifest
 
     registered, ran = len(shop_manifest()), len(run.controls)
     if (registered, ran) != (EXPECTED_CONTROLS, EXPECTED_CONTROLS):

@@ -24,13 +24,20 @@ from typing import TYPE_CHECKING, Any
 from vitrine import TokenUsage
 from vitrine.outcomes import ExitCode
 from vitrine.plans.base import PlanOutcome, PlanRequest
+from vitrine.plans.workload import require_paid_confirmation
+from vitrine.providers.config import ProviderConfig, create_chat_model, provider_is_free, readiness
 from vitrine.redact import sanitize_text
+from vitrine.redteam.attacks import load_attacks
+from vitrine.redteam.campaign import CampaignConfig, plan_attacks, run_campaign
+from vitrine.redteam.judge import ChatModelSafetyJudge
 from vitrine.redteam.ledger import WorkloadCeiling
 from vitrine.redteam.model import CampaignResult, Intensity, classify
+from vitrine.redteam.providers import redteam_config
+from vitrine.store.receipts import ReceiptStore, new_session_id
+from vitrine_shop.redteam.target import REDTEAM_TARGET
 
 if TYPE_CHECKING:
     from vitrine.providers.base import ChatModel
-    from vitrine.providers.config import ProviderConfig
 
 __all__ = ["DEFINITION", "EVAL06_ATTACKS", "Eval06Options", "run_eval06"]
 
@@ -54,13 +61,11 @@ class Eval06Options:
 
 
 def _config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderConfig:
-    from vitrine.providers.config import ProviderConfig
 
     provider = request.provider
     if provider is None:
         # Without --provider the choice is between the two paid services, never offline.
         provider = "azure" if environ.get("AZURE_OPENAI_ENDPOINT", "").strip() else "openai"
-    from vitrine.redteam.providers import redteam_config
 
     return redteam_config(
         ProviderConfig.from_env(
@@ -71,7 +76,6 @@ def _config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderConfig:
 
 def _models(config: ProviderConfig) -> tuple[ChatModel, ChatModel] | str:
     """The subject and judge models, or why there are none (no call is made either way)."""
-    from vitrine.providers.config import create_chat_model, readiness
 
     state = readiness(config)
     if not state.ready:
@@ -118,9 +122,6 @@ def _usage_line(usage: Mapping[str, Any] | None) -> str:
 
 
 async def run_eval06(request: PlanRequest, options: Eval06Options | None = None) -> PlanOutcome:
-    from vitrine.plans.workload import require_paid_confirmation
-    from vitrine.providers.config import provider_is_free
-    from vitrine.store.receipts import ReceiptStore, new_session_id
 
     options = options or Eval06Options()
     environ = options.environ if options.environ is not None else os.environ
@@ -195,10 +196,6 @@ async def run_eval06(request: PlanRequest, options: Eval06Options | None = None)
 async def _campaign(
     models: tuple[ChatModel, ChatModel], options: Eval06Options, judge_tokens: int
 ) -> CampaignResult:
-    from vitrine.redteam.attacks import load_attacks
-    from vitrine.redteam.campaign import CampaignConfig, plan_attacks, run_campaign
-    from vitrine.redteam.judge import ChatModelSafetyJudge
-    from vitrine_shop.redteam.target import REDTEAM_TARGET
 
     subject, judge_model = models
     profile = dict(REDTEAM_TARGET.profile)

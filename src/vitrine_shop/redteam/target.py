@@ -23,10 +23,15 @@ from vitrine.redteam.model import (
     TargetReply,
     ToolUse,
 )
+
+# Through the package, not the name: a planted mutant replaces scripted.ScriptedShopModel.
+from vitrine_shop import scripted
 from vitrine_shop.agent import ShopAgent, StopReason
+from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.prompts import customer_context, new_canary, system_prompt
+from vitrine_shop.redteam.vulnerable import VulnerableShopModel
 from vitrine_shop.tools import GATED_ACTIONS
 
 __all__ = [
@@ -164,7 +169,6 @@ class ShopRedTeam:
             )
 
         def build(wrap: ModelWrapper) -> Target:
-            from vitrine_shop.arms import shared_services
 
             chosen = model
             if chosen is None:
@@ -181,12 +185,9 @@ class ShopRedTeam:
 
 def _scripted(variant: str) -> ChatModel:
     if variant == "vulnerable":
-        from vitrine_shop.redteam.vulnerable import VulnerableShopModel
-
         return VulnerableShopModel()
-    from vitrine_shop.scripted import ScriptedShopModel
 
-    return ScriptedShopModel()
+    return scripted.ScriptedShopModel()
 
 
 REDTEAM_TARGET = ShopRedTeam()

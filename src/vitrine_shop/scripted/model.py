@@ -118,7 +118,10 @@ class ScriptedShopModel:
         if self._take_unusable():
             return self._completion(self._unusable_content())
         try:
-            from vitrine_shop.scripted.workflow_policy import scripted_stage_output
+            # Tried on use: the scripted model must still converse without the workflow stages.
+            from vitrine_shop.scripted.workflow_policy import (  # noqa: PLC0415
+                scripted_stage_output,
+            )
         except ImportError as exc:
             raise ProviderError(
                 ProviderFailure.BAD_REQUEST,

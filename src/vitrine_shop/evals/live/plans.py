@@ -8,6 +8,7 @@ whole-trial Wilson rule.
 from __future__ import annotations
 
 from vitrine import PlanOutcome, PlanRequest
+from vitrine.providers.config import provider_is_free
 from vitrine_shop.evals.live.session import LiveOptions, LivePlanSpec, run_live_plan
 from vitrine_shop.evals.live.subjects import AgentBudget
 
@@ -37,7 +38,6 @@ LOCAL_AGENT_BUDGET = AgentBudget(tool_call_budget=6, max_turns=6)
 
 
 def _options(request: PlanRequest) -> LiveOptions:
-    from vitrine.providers.config import provider_is_free
 
     # A free provider is a model on this machine (in process or behind a local server).
     free = provider_is_free(request.provider)

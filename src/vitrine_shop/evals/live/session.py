@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vitrine import (
     ChatModel,
@@ -41,6 +41,9 @@ from vitrine.judge.base import Judge
 from vitrine.judge.llm import DEFAULT_JUDGE_MAX_OUTPUT_TOKENS, LLMJudge
 from vitrine.plans.workload import WorkloadPreview, require_paid_confirmation
 from vitrine.progress import NodeStatus, SuiteNode, Timeline
+from vitrine.providers.capabilities import probe_structured_output
+from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
+from vitrine.providers.openai_compat import OpenAICompatibleModel
 from vitrine.redact import sanitize_text
 from vitrine.reports.sections import benchmark_section
 from vitrine.stats import wilson_interval
@@ -53,11 +56,8 @@ from vitrine_shop.evals.live.definition import (
     live_definition,
     resolve_threshold,
 )
+from vitrine_shop.evals.live.display import TrialDisplay
 from vitrine_shop.evals.live.facts import TrialFacts, personas_of, trial_facts, trial_receipt
-
-if TYPE_CHECKING:
-    from vitrine.providers.config import ProviderConfig
-
 from vitrine_shop.evals.live.subjects import (
     AGENT_ARM,
     WORKFLOW_ARM,
@@ -65,6 +65,7 @@ from vitrine_shop.evals.live.subjects import (
     live_agent_arm,
     live_workflow_arm,
 )
+from vitrine_shop.scenarios import load_scenarios
 
 __all__ = [
     "SUBJECT_MAX_OUTPUT_TOKENS",
@@ -367,8 +368,6 @@ async def _settle_structured_output(
     is set on the subject and, when it shares the endpoint, on the judge model too. Returns
     why the session cannot go on when the server could not be asked at all, else None.
     """
-    from vitrine.providers.capabilities import probe_structured_output
-    from vitrine.providers.openai_compat import OpenAICompatibleModel
 
     subject = models.subject
     if (
@@ -407,7 +406,6 @@ async def _admitted_judge(session: _Session, judge: LLMJudge, options: LiveOptio
         }
         _pass_over(session.timeline, "admission", session.document["judge_admission"]["reason"])
         return judge
-    from vitrine_shop.scenarios import load_scenarios
 
     registry = load_scenarios()
     examples = [
@@ -431,7 +429,6 @@ async def _admitted_judge(session: _Session, judge: LLMJudge, options: LiveOptio
 
 def _read_configs(request: PlanRequest, environ: Mapping[str, str]) -> _Configs:
     """The subject's configuration and, when the judge is configured apart, the judge's."""
-    from vitrine.providers.config import ProviderConfig
 
     subject = _read_config(request, environ)
     if request.judge_provider is None and request.judge_model is None:
@@ -458,7 +455,6 @@ def _read_config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderCo
     Without ``--provider`` the paid lane is OpenAI, or Azure OpenAI when its endpoint is
     configured: the choice is between two paid services, never between paid and offline.
     """
-    from vitrine.providers.config import ProviderConfig
 
     provider = request.provider
     if provider is None:
@@ -472,7 +468,6 @@ def _models(
     config: ProviderConfig, judge_config: ProviderConfig | None = None
 ) -> tuple[LiveModels | None, dict[str, Any]]:
     """Readiness (no network call), then the subject and judge models; None with why if unready."""
-    from vitrine.providers.config import create_chat_model, readiness
 
     ready = readiness(config)
     judge_ready = readiness(judge_config) if judge_config is not None else ready
@@ -736,8 +731,6 @@ def _sink(request: PlanRequest) -> Callable[[object], None] | None:
     if request.progress is not None:
         sinks.append(request.progress)
     if request.console and sys.stderr.isatty():
-        from vitrine_shop.evals.live.display import TrialDisplay
-
         sinks.append(TrialDisplay(sys.stderr).handle)
     if not sinks:
         return None

@@ -13,9 +13,11 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from vitrine import Arm, Case, ChatModel, ProviderError, SubjectResponse
+from vitrine_shop.agent import ShopAgent
 from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.operations import ShopServices
+from vitrine_shop.workflow import ShopWorkflow
 
 __all__ = [
     "AGENT_ARM",
@@ -56,7 +58,6 @@ async def _safely(run: Awaitable[SubjectResponse]) -> SubjectResponse:
 def live_agent_arm(
     model: ChatModel, services: ShopServices | None = None, budget: AgentBudget | None = None
 ) -> Arm:
-    from vitrine_shop.agent import ShopAgent
 
     limits = budget or AgentBudget()
 
@@ -78,7 +79,6 @@ def live_agent_arm(
 
 
 def live_workflow_arm(model: ChatModel, services: ShopServices | None = None) -> Arm:
-    from vitrine_shop.workflow import ShopWorkflow
 
     async def subject(case: Case) -> SubjectResponse:
         workflow = ShopWorkflow(model, services if services is not None else shared_services())

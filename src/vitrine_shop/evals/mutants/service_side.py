@@ -15,6 +15,7 @@ from unittest import mock
 
 from vitrine.mutants import Mutant
 from vitrine.service.protocol import AssistantReply
+from vitrine_shop.served_assistant import ShopAssistant
 
 __all__ = ["SERVICE_MUTANTS"]
 
@@ -31,7 +32,6 @@ def _desk_misses_orders() -> Iterator[object]:
 @contextmanager
 def _history_not_passed() -> Iterator[object]:
     """The service hands the architecture only the latest turn, not the conversation."""
-    from vitrine_shop.served_assistant import ShopAssistant
 
     healthy = ShopAssistant.reply
 
@@ -47,7 +47,6 @@ def _history_not_passed() -> Iterator[object]:
 @contextmanager
 def _final_skus_dropped() -> Iterator[object]:
     """The service builds the final message without the answer's SKUs."""
-    from vitrine_shop.served_assistant import ShopAssistant
 
     healthy = ShopAssistant.reply
 

@@ -17,10 +17,12 @@ from decimal import Decimal
 from typing import Any
 from unittest import mock
 
+from vitrine import stats
 from vitrine.bench import score
 from vitrine.mutants import Mutant
-from vitrine_shop import catalogue, memory
+from vitrine_shop import arms, catalogue, memory, personas, scenarios
 from vitrine_shop.domain import Department, Product
+from vitrine_shop.evals import benchmarks
 from vitrine_shop.workflow import context as request_context
 from vitrine_shop.workflow import discovery, shop_workflow, stages
 from vitrine_shop.workflow.stages import code_paths
@@ -32,8 +34,6 @@ StageCode = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 def _clear_loaded_data() -> None:
     """Forget every per-process cache that holds loaded shop data or what was built from it."""
-    from vitrine_shop import arms, personas, scenarios
-    from vitrine_shop.evals import benchmarks
 
     for cached in (
         catalogue._load_default,
@@ -264,7 +264,6 @@ def _untagged(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _one_sided_sign_test() -> tuple[Any, ...]:
-    from vitrine import stats
 
     def one_sided(wins: int, losses: int) -> float:
         n = wins + losses
