@@ -47,7 +47,7 @@ typecheck: setup
 # Two workers: the local-model tests are long and single-threaded, the machine has two cores.
 # loadgroup keeps each xdist_group (the Ray tests' clusters) on one worker.
 unit: setup phoenix
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --ignore=tests/behaviour
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --ignore=tests/behaviour --durations=15
 
 # The 60 behaviour tests over real HTTP, twice: with the front desk on (desk-on) and with every
 # turn sent to the architecture (desk-off). Each pass has its own service on a free loopback
