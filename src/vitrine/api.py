@@ -29,6 +29,7 @@ from vitrine.bench.model import Arm, BenchmarkDefinition
 from vitrine.bench.results import RunResult
 from vitrine.bench.retry import RetryPolicy
 from vitrine.outcomes import ExitCode
+from vitrine.sync_entry import refuse_inside_event_loop
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -249,17 +250,7 @@ def evaluate(
     executor, ``local`` unless a :func:`~vitrine.bench.executors.use_executor` block chose
     another. Wherever trials run, this process alone writes and seals the runs.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        # asyncio.run cannot nest, and running the subjects on a second loop in another thread
-        # would break any client they hold that belongs to this loop.
-        raise RuntimeError(
-            "evaluate() was called inside a running event loop (a notebook cell or an async "
-            "application): use `await vitrine.evaluate_async(...)` there"
-        )
+    refuse_inside_event_loop("evaluate", "evaluate_async")
     return asyncio.run(
         evaluate_async(
             definition,

@@ -27,6 +27,7 @@ from vitrine.store.maintenance import inspect_store
 from vitrine.store.naming import RUN_ID_PATTERN
 from vitrine.store.reader import read_manifest
 from vitrine.store.run_store import RunStore
+from vitrine.sync_entry import refuse_inside_event_loop
 
 __all__ = [
     "AmbiguousResumeError",
@@ -117,15 +118,7 @@ def resume_unsealed(
     :class:`~vitrine.store.errors.ResumeMismatchError`. Inside an event loop use
     :func:`resume_unsealed_async`.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise RuntimeError(
-            "resume_unsealed() was called inside a running event loop: use "
-            "`await vitrine.resume_unsealed_async(...)` there"
-        )
+    refuse_inside_event_loop("resume_unsealed", "resume_unsealed_async")
     return asyncio.run(
         resume_unsealed_async(
             store,
