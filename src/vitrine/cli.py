@@ -336,10 +336,30 @@ def _plan_command(command: str | None, args: list[str]) -> int:
     except UsageError as exc:
         _error(str(exc))
         return ExitCode.INVALID_ARGUMENTS
+    return _traced_dispatch(
+        plan,
+        request,
+        trace_to=namespace.trace_to,
+        trace_content=namespace.trace_content,
+        executor=namespace.executor,
+        ray_address=namespace.ray_address,
+    )
+
+
+def _traced_dispatch(
+    plan: Plan,
+    request: PlanRequest,
+    *,
+    trace_to: str | None = None,
+    trace_content: bool = False,
+    executor: str | None = None,
+    ray_address: str | None = None,
+) -> int:
+    """Start tracing (a no-op unless a destination is set), run the plan, flush the spans."""
     from vitrine import tracing
 
     try:
-        tracing.start(trace_to=namespace.trace_to, trace_content=namespace.trace_content)
+        tracing.start(trace_to=trace_to, trace_content=trace_content)
     except tracing.TracingUnavailableError as exc:
         _error(str(exc))
         return ExitCode.INFRASTRUCTURE
@@ -347,9 +367,7 @@ def _plan_command(command: str | None, args: list[str]) -> int:
         _error(str(exc))
         return ExitCode.INVALID_ARGUMENTS
     try:
-        return _dispatch(
-            plan, request, executor=namespace.executor, ray_address=namespace.ray_address
-        )
+        return _dispatch(plan, request, executor=executor, ray_address=ray_address)
     finally:
         tracing.shutdown()
 
@@ -565,8 +583,9 @@ def _error(message: str) -> None:
 
 
 def dispatch_plan(plan: Plan, request: PlanRequest) -> int:
-    """Run a validated plan request exactly as the flags would, and return its exit code."""
-    return _dispatch(plan, request)
+    """Run a validated plan request exactly as the flags would (traced when the environment
+    names a destination), and return its exit code."""
+    return _traced_dispatch(plan, request)
 
 
 def report_error(message: str) -> None:
