@@ -13,8 +13,16 @@ ideal throughput is ``concurrency / latency``; the share of it achieved is what 
 ``--client sdk`` is the same model posting through the OpenAI SDK's own HTTP stack (the client
 path vitrine used before), so before and after are measured in one run, on one machine state.
 ``--client bare`` is a calibration, not a harness: aiohttp posting the same request in a loop,
-with no runner, store, model layer or checks. On a busy machine it shows how much of the
-ideal any Python client could reach there, so the harness's own share can be read against it.
+with no runner, store, model layer or checks. ``--client raw`` is the floor under every Python
+client: HTTP/1.1 written and read by hand on asyncio streams, no parsing library at all. On a
+given machine they show how much of the ideal any asyncio client could reach there, so the
+harness's own share can be read against them.
+
+Two shares are printed. ``share`` is the whole run, start to last reply: it includes the ramp
+(the first wave is sent as a burst) and the drain (the last wave waits for its slowest reply),
+which on a run of ten waves cost a few points even for a client with no overhead at all.
+``steady`` is the rate between the end of the first wave of replies and the end of the
+last-but-one, whole cycles of every connection: the rate a long run converges to.
 
 Targets: at least 0.95 of the ideal throughput at 50 and at 200 connections, and at most 1 ms
 of client CPU per trial (the process CPU time of the client, runner and store included,
@@ -39,6 +47,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import openai
@@ -58,7 +67,7 @@ from vitrine.testing import FakeOpenAIServer, FakeReply
 
 _FLOOR = ChanceFloor.not_derivable("a deterministic predicate has no random-draw population")
 _TIMEOUT_S = 30.0
-CLIENTS = ("vitrine", "sdk", "bare")
+CLIENTS = ("vitrine", "sdk", "bare", "raw")
 
 
 @check("answered")
@@ -106,6 +115,57 @@ def _model(client: str, base_url: str, concurrency: int) -> OpenAICompatibleMode
         timeout_s=_TIMEOUT_S,
         max_connections=concurrency,
     )
+
+
+@dataclass
+class Timing:
+    """One timed run: its wall and CPU time, and when (since the start) each reply arrived."""
+
+    elapsed_s: float
+    cpu_s: float
+    latencies_s: list[float]
+    arrivals_s: list[float]
+
+    def steady_rate(self, concurrency: int) -> float:
+        """Replies per second from the end of the first wave to the end of the last-but-one.
+
+        A wave is ``concurrency`` replies; measuring between two wave ends counts whole cycles
+        of every connection, so the ramp and the drain are left out without rounding bias.
+        """
+        arrivals = sorted(self.arrivals_s)
+        if len(arrivals) <= 2 * concurrency:
+            return len(arrivals) / self.elapsed_s
+        first, last = arrivals[concurrency - 1], arrivals[len(arrivals) - concurrency - 1]
+        return (len(arrivals) - 2 * concurrency) / (last - first)
+
+
+class _Clock:
+    """Collects each reply's latency and arrival time; started when the timed window opens."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.arrivals: list[float] = []
+        self.origin = time.perf_counter()
+        self._cpu_origin = time.process_time()
+
+    def start(self) -> None:
+        self.latencies.clear()
+        self.arrivals.clear()
+        self.origin = time.perf_counter()
+        self._cpu_origin = time.process_time()
+
+    def reply(self, sent: float) -> None:
+        now = time.perf_counter()
+        self.latencies.append(now - sent)
+        self.arrivals.append(now - self.origin)
+
+    def stop(self) -> Timing:
+        return Timing(
+            time.perf_counter() - self.origin,
+            time.process_time() - self._cpu_origin,
+            self.latencies,
+            self.arrivals,
+        )
 
 
 @dataclass
@@ -157,15 +217,18 @@ def measure(client: str, trials: int, concurrency: int, latency_s: float) -> dic
         with fake_endpoint(latency_s) as endpoint:
             if client == "bare":
                 timed = _bare(endpoint.base_url, trials, concurrency)
+            elif client == "raw":
+                timed = _raw(endpoint.base_url, trials, concurrency)
             else:
                 model = _model(client, endpoint.base_url, concurrency)
                 timed = _run(model, trials, concurrency, RunStore(root))
-            elapsed, cpu_s, latencies = asyncio.run(timed)
+            timing = asyncio.run(timed)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    elapsed = timing.elapsed_s
     achieved = trials / elapsed
     ideal = concurrency / latency_s
-    quantiles = statistics.quantiles(latencies, n=100)
+    quantiles = statistics.quantiles(timing.latencies_s, n=100)
     return {
         "client": client,
         "concurrency": concurrency,
@@ -173,23 +236,24 @@ def measure(client: str, trials: int, concurrency: int, latency_s: float) -> dic
         "achieved_per_s": achieved,
         "ideal_per_s": ideal,
         "share": achieved / ideal,
+        "steady_share": timing.steady_rate(concurrency) / ideal,
         "p50_ms": quantiles[49] * 1000,
         "p95_ms": quantiles[94] * 1000,
         "server_peak_in_flight": endpoint.peak_in_flight,
-        "client_cpu_ms_per_trial": cpu_s * 1000.0 / trials,
+        "client_cpu_ms_per_trial": timing.cpu_s * 1000.0 / trials,
         "server_cpu_ms_per_request": endpoint.cpu_s * 1000.0 / max(endpoint.requests, 1),
     }
 
 
 async def _run(
     model: OpenAICompatibleModel, trials: int, concurrency: int, store: RunStore
-) -> tuple[float, float, list[float]]:
-    latencies: list[float] = []
+) -> Timing:
+    clock = _Clock()
 
     async def subject(case: Case) -> SubjectResponse:
         started = time.perf_counter()
         completion = await model.complete(ChatRequest((ChatMessage("user", f"case {case.id}"),)))
-        latencies.append(time.perf_counter() - started)
+        clock.reply(started)
         return SubjectResponse(answer=completion.content, usage=completion.usage)
 
     cases = [Case(f"case-{i:05d}", {"n": i}) for i in range(trials)]
@@ -198,24 +262,29 @@ async def _run(
     # run amortises them.
     warm_up = ChatRequest((ChatMessage("user", "warm-up"),))
     await asyncio.gather(*(model.complete(warm_up) for _ in range(concurrency)))
-    started = time.perf_counter()
-    cpu_started = time.process_time()
+    clock.start()
     result = await run_benchmark(
         definition, Arm("fake-endpoint", subject), store=store, concurrency=concurrency
     )
-    elapsed = time.perf_counter() - started
-    cpu_s = time.process_time() - cpu_started
+    timing = clock.stop()
     await model.aclose()
     unmeasured = [row for row in result.rows if row.observation.state.value != "measured"]
     if len(result.rows) != trials or unmeasured:
         raise RuntimeError(f"{len(unmeasured)} of {len(result.rows)} trials were not measured")
-    return elapsed, cpu_s, latencies
+    return timing
 
 
-async def _bare(base_url: str, trials: int, concurrency: int) -> tuple[float, float, list[float]]:
-    body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "x"}]})
+_BODY = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "x"}]})
+
+
+def _check_reply(body: bytes) -> None:
+    if not json.loads(body)["choices"][0]["message"]["content"]:
+        raise RuntimeError("the endpoint answered without content")
+
+
+async def _bare(base_url: str, trials: int, concurrency: int) -> Timing:
     headers = {"Content-Type": "application/json", "Authorization": "Bearer bench-key"}
-    latencies: list[float] = []
+    clock = _Clock()
     gate = asyncio.Semaphore(concurrency)
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
@@ -223,18 +292,53 @@ async def _bare(base_url: str, trials: int, concurrency: int) -> tuple[float, fl
         async def one() -> None:
             async with gate:
                 started = time.perf_counter()
-                async with session.post(f"{base_url}/chat/completions", data=body) as response:
-                    reply = json.loads(await response.read())
-                if not reply["choices"][0]["message"]["content"]:
-                    raise RuntimeError("the endpoint answered without content")
-                latencies.append(time.perf_counter() - started)
+                async with session.post(f"{base_url}/chat/completions", data=_BODY) as response:
+                    _check_reply(await response.read())
+                clock.reply(started)
 
         await asyncio.gather(*(one() for _ in range(concurrency)))
-        latencies.clear()
-        started = time.perf_counter()
-        cpu_started = time.process_time()
+        clock.start()
         await asyncio.gather(*(one() for _ in range(trials)))
-        return time.perf_counter() - started, time.process_time() - cpu_started, latencies
+        return clock.stop()
+
+
+async def _raw(base_url: str, trials: int, concurrency: int) -> Timing:
+    parts = urlsplit(base_url)
+    request = (
+        f"POST {parts.path}/chat/completions HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        "Content-Type: application/json\r\nAuthorization: Bearer bench-key\r\n"
+        f"Content-Length: {len(_BODY)}\r\n\r\n{_BODY}"
+    ).encode()
+    clock = _Clock()
+    connections = [
+        await asyncio.open_connection(parts.hostname, parts.port) for _ in range(concurrency)
+    ]
+
+    async def one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        started = time.perf_counter()
+        writer.write(request)
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.partition(b":")[2])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        _check_reply(await reader.readexactly(length))
+        clock.reply(started)
+
+    async def connection(pair: tuple[asyncio.StreamReader, asyncio.StreamWriter], n: int) -> None:
+        for _ in range(n):
+            await one(*pair)
+
+    shares = [trials // concurrency + (i < trials % concurrency) for i in range(concurrency)]
+    await asyncio.gather(*(one(*pair) for pair in connections))
+    clock.start()
+    work = zip(connections, shares, strict=True)
+    await asyncio.gather(*(connection(pair, n) for pair, n in work))
+    timing = clock.stop()
+    for _, writer in connections:
+        writer.close()
+    return timing
 
 
 def _workload(text: str) -> tuple[int, int]:
@@ -265,7 +369,7 @@ def main() -> None:
         parser.error("--repeat must be at least 1 and --latency-ms positive")
     print(
         f"{'client':>7} {'conc':>5} {'trials':>6} {'achieved/s':>11} {'ideal/s':>8} "
-        f"{'share':>6} {'p50 ms':>7} {'p95 ms':>7} {'srv peak':>8} "
+        f"{'share':>6} {'steady':>6} {'p50 ms':>7} {'p95 ms':>7} {'srv peak':>8} "
         f"{'cpu ms/trial':>12} {'srv cpu ms/req':>14}",
         flush=True,
     )
@@ -277,14 +381,15 @@ def main() -> None:
                 rows.append(r)
                 print(
                     f"{client:>7} {concurrency:>5} {trials:>6} {r['achieved_per_s']:>11.1f} "
-                    f"{r['ideal_per_s']:>8.1f} {r['share']:>6.3f} {r['p50_ms']:>7.1f} "
+                    f"{r['ideal_per_s']:>8.1f} {r['share']:>6.3f} {r['steady_share']:>6.3f} "
+                    f"{r['p50_ms']:>7.1f} "
                     f"{r['p95_ms']:>7.1f} {r['server_peak_in_flight']:>8} "
                     f"{r['client_cpu_ms_per_trial']:>12.2f} "
                     f"{r['server_cpu_ms_per_request']:>14.2f}",
                     flush=True,
                 )
     if args.repeat > 1:
-        print("\nranges over the repeats (share of ideal; client CPU ms per trial):")
+        print("\nranges over the repeats (share and steady share of ideal; client CPU ms/trial):")
         for trials, concurrency in args.workload:
             for client in args.client:
                 mine = [
@@ -293,10 +398,12 @@ def main() -> None:
                     if (r["client"], r["trials"], r["concurrency"]) == (client, trials, concurrency)
                 ]
                 shares = [r["share"] for r in mine]
+                steady = [r["steady_share"] for r in mine]
                 cpus = [r["client_cpu_ms_per_trial"] for r in mine]
                 print(
                     f"{client:>7} {trials}@{concurrency}: share {min(shares):.3f}-"
-                    f"{max(shares):.3f}; cpu {min(cpus):.2f}-{max(cpus):.2f} ms"
+                    f"{max(shares):.3f}; steady {min(steady):.3f}-{max(steady):.3f}; "
+                    f"cpu {min(cpus):.2f}-{max(cpus):.2f} ms"
                 )
 
 

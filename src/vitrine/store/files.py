@@ -42,10 +42,15 @@ def _json_fallback(value: Any) -> Any:
     return sanitize_text(repr(value), 500)
 
 
+# Built once: json.dumps with any non-default option constructs a new encoder on every call,
+# which costs more than encoding a trial's small record.
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_fallback)
+_DOCUMENT_ENCODER = json.JSONEncoder(ensure_ascii=False, indent=2, default=_json_fallback)
+
+
 def encode_line(record: Mapping[str, Any]) -> bytes:
     """One compact JSON object and its terminating newline (the newline commits the record)."""
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=_json_fallback)
-    return text.encode() + b"\n"
+    return _LINE_ENCODER.encode(record).encode() + b"\n"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -64,8 +69,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def encode_json(value: Mapping[str, Any]) -> bytes:
     """A whole-file JSON document, indented for people who open it."""
-    text = json.dumps(value, ensure_ascii=False, indent=2, default=_json_fallback)
-    return text.encode() + b"\n"
+    return _DOCUMENT_ENCODER.encode(value).encode() + b"\n"
 
 
 def atomic_write_json(path: Path, value: Mapping[str, Any]) -> None:
