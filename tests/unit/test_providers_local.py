@@ -67,7 +67,7 @@ def test_the_cache_dir_follows_vitrine_cache_dir_then_vitrine_home(monkeypatch, 
     monkeypatch.setenv("VITRINE_HOME", str(tmp_path / "h"))
     assert model_cache_dir() == tmp_path / "h" / "cache" / "models"
     monkeypatch.delenv("VITRINE_HOME")
-    assert model_cache_dir() == Path(".vitrine") / "cache" / "models"
+    assert model_cache_dir() == Path.cwd() / ".vitrine" / "cache" / "models"
 
 
 def test_file_hash_is_cached_beside_the_file_and_recomputed_when_it_changes(tmp_path):

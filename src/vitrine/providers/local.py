@@ -58,6 +58,7 @@ from vitrine.providers.base import (
     ToolSpec,
 )
 from vitrine.providers.grammar import grammar_safe
+from vitrine.store.naming import cache_dir
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -84,13 +85,7 @@ _assemble_lock = threading.Lock()
 
 def model_cache_dir() -> Path:
     """``$VITRINE_CACHE_DIR/models``, else ``$VITRINE_HOME/cache/models``, else a local one."""
-    explicit = os.environ.get("VITRINE_CACHE_DIR", "").strip()
-    if explicit:
-        return Path(explicit).expanduser() / "models"
-    home = os.environ.get("VITRINE_HOME", "").strip()
-    if home:
-        return Path(home).expanduser() / "cache" / "models"
-    return Path(".vitrine") / "cache" / "models"
+    return cache_dir("models")
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,17 +7,32 @@ Escaping itself is Jinja2's autoescape: every value from the report is untrusted
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from itertools import groupby
+from pathlib import Path
 from typing import Any
 
-from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateNotFound, select_autoescape
+import jinja2
+from jinja2 import (
+    BaseLoader,
+    Environment,
+    FileSystemBytecodeCache,
+    StrictUndefined,
+    TemplateNotFound,
+    select_autoescape,
+)
+from jinja2.bccache import Bucket
 from markupsafe import Markup
 
 from vitrine.reports import formatting as fmt
 from vitrine.reports.model import BenchmarkSection, CheckFacts, SuiteReport, TimelineEntry
+from vitrine.store.naming import cache_dir
 
 __all__ = ["PackageLoader", "render_html", "visible_finalize"]
 
@@ -53,6 +68,84 @@ def visible_finalize(value: Any) -> Any:
     return value
 
 
+class _TemplateCache(FileSystemBytecodeCache):
+    """Jinja2's file cache of compiled templates, keyed also by the environment's settings.
+
+    Compiling the report template costs more than rendering it, in every process. Jinja2
+    already recompiles when a template's source changes; the salt adds what else shapes the
+    generated code (the Jinja2 version, the syntax, whitespace and escaping options, which
+    filters and tests exist and what each is passed), so a cache shared by two versions of
+    vitrine never serves code compiled for the other. A cache that cannot be read or written
+    costs speed, never a report.
+    """
+
+    def __init__(self, directory: Path, salt: str) -> None:
+        super().__init__(str(directory))
+        self._salt = salt
+
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        return super().get_cache_key(f"{self._salt}|{name}", filename)
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().load_bytecode(bucket)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
+def _template_cache_dir() -> Path | None:
+    """``templates`` in vitrine's cache folder (:func:`~vitrine.store.naming.cache_dir`), or
+    None when it cannot be made or is not safe to load code from.
+
+    Loading a cached template executes it, so a folder that another user could write to is
+    never used.
+    """
+    directory = cache_dir("templates")
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = directory.stat()
+    except OSError:
+        return None
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and (
+        info.st_uid != getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    ):
+        return None
+    return directory
+
+
+def _pass_args(functions: dict[str, Any]) -> list[tuple[str, str]]:
+    # The compiled call passes a context or environment first when the function asks for one.
+    return sorted((name, str(getattr(f, "jinja_pass_arg", None))) for name, f in functions.items())
+
+
+def _cache_salt(env: Environment) -> str:
+    settings = (
+        jinja2.__version__,
+        env.block_start_string,
+        env.block_end_string,
+        env.variable_start_string,
+        env.variable_end_string,
+        env.comment_start_string,
+        env.comment_end_string,
+        env.line_statement_prefix,
+        env.line_comment_prefix,
+        env.trim_blocks,
+        env.lstrip_blocks,
+        env.newline_sequence,
+        env.keep_trailing_newline,
+        env.optimized,
+        env.is_async,
+        env.autoescape(TEMPLATE_NAME) if callable(env.autoescape) else env.autoescape,
+        str(getattr(env.finalize, "jinja_pass_arg", None)),
+        _pass_args(env.filters),
+        _pass_args(env.tests),
+    )
+    return hashlib.sha256(repr(settings).encode()).hexdigest()[:16]
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
     env = Environment(
@@ -86,6 +179,9 @@ def _environment() -> Environment:
         comparison_flags=fmt.comparison_flags,
         DASH=fmt.DASH,
     )
+    directory = _template_cache_dir()
+    if directory is not None:
+        env.bytecode_cache = _TemplateCache(directory, _cache_salt(env))
     return env
 
 

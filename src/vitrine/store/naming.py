@@ -10,15 +10,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 __all__ = [
+    "CACHE_ENV",
     "HOME_ENV",
     "RUN_ID_PATTERN",
     "blocking_file",
+    "cache_dir",
     "new_run_id",
     "resolve_root",
     "sanitize_file_name",
 ]
 
 HOME_ENV = "VITRINE_HOME"
+CACHE_ENV = "VITRINE_CACHE_DIR"
 RUN_ID_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_\d{8}$")
 
 _FORBIDDEN = re.compile(r'[<>:"|?*/\\\x00-\x1f\x7f-\x9f]')
@@ -35,6 +38,15 @@ def resolve_root(output: str | os.PathLike[str] | None = None) -> Path:
     if home:
         return Path(os.path.expanduser(home))  # noqa: PTH111
     return Path.cwd() / ".vitrine"
+
+
+def cache_dir(kind: str) -> Path:
+    """Where the cache of ``kind`` lives: ``$VITRINE_CACHE_DIR/kind``, else ``cache/kind`` under
+    the store root the environment names (``$VITRINE_HOME``, else ``./.vitrine``)."""
+    explicit = os.environ.get(CACHE_ENV, "").strip()
+    if explicit:
+        return Path(os.path.expanduser(explicit)) / kind  # noqa: PTH111 (as resolve_root)
+    return resolve_root() / "cache" / kind
 
 
 def blocking_file(path: Path) -> Path | None:
