@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -252,7 +253,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         from vitrine.pipes import pipe_safe_stdout
 
         pipe_safe_stdout()
+        _tune_collector()
+        code = _main(argv)
+        # The command is done and its output flushed; what remains is the interpreter's exit,
+        # whose final cycle collection over every module, class and validator took most of a
+        # tenth of a second after an offline suite. Frozen objects are skipped by it; the
+        # memory is still released as the process ends, and what had to reach the disk was
+        # closed and synced by the command itself.
+        gc.freeze()
+        return code
     return _main(argv)
+
+
+def _tune_collector() -> None:
+    """Collect cycles less often in a command's own process.
+
+    A command allocates mostly long-lived objects (modules, classes, validators, the
+    catalogue) that reference counting never frees and the cyclic collector keeps re-scanning:
+    at the default 700 allocations per young collection that was about a twentieth of an
+    offline suite's wall time. Garbage without cycles is still freed at once; only the
+    scans for cycles become rarer. A host program calling :func:`main` keeps its own settings.
+    """
+    young, middle, old = gc.get_threshold()
+    if young:  # 0 means the host disabled automatic collection: leave it so
+        gc.set_threshold(max(young, 10_000), middle, old)
 
 
 def _main(argv: Sequence[str] | None) -> int:
