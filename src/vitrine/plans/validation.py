@@ -21,7 +21,6 @@ from vitrine.plans.base import (
     ProviderName,
     UsageError,
 )
-from vitrine.providers.config import provider_is_free
 from vitrine.suite import Suite
 
 __all__ = ["PlanOptions", "validate"]
@@ -277,6 +276,10 @@ def _check_provider(options: PlanOptions) -> ProviderName | None:
 def _check_paid(plan: Plan, options: PlanOptions, provider: ProviderName | None) -> None:
     if not plan.paid or options.confirm_paid:
         return
+
+    # Imported on use: the provider configuration pulls the HTTP transport (ssl, urllib,
+    # orjson), which only a paid plan's confirmation check needs.
+    from vitrine.providers.config import provider_is_free  # noqa: PLC0415
 
     judge = _check_judge_provider(options.judge_provider)
     if provider_is_free(provider) and (judge is None or provider_is_free(judge)):
