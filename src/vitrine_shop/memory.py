@@ -13,6 +13,7 @@ that learned its facts from the answer could only ever agree with it.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -243,6 +244,8 @@ def judge_recall(answer: str | None, probe: MemoryProbe) -> RecallJudgment:
     return RecallJudgment(score, found, missing, forbidden, ", ".join(parts))
 
 
+# Pure, and asked for the same product texts and constraint words in every candidate check.
+@functools.lru_cache(maxsize=4096)
 def normalise_text(text: str) -> tuple[str, ...]:
     """Text as a tuple of comparable words (see :func:`judge_recall` for the rules)."""
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().casefold()

@@ -223,15 +223,16 @@ class ShopServices:
         exclude: Collection[str] = (),
     ) -> list[SearchHit]:
         vectors = self.vectors
-        scores = vectors.matrix @ np.asarray(query_vector, dtype=np.float32)
+        # As Python floats at once (each the float32 score exactly), not one scalar at a time.
+        scores: list[float] = (vectors.matrix @ np.asarray(query_vector, dtype=np.float32)).tolist()
         # Stable order: score descending, then SKU, so ties never depend on array layout.
-        order = sorted(range(len(vectors.skus)), key=lambda i: (-float(scores[i]), vectors.skus[i]))
+        order = sorted(range(len(vectors.skus)), key=lambda i: (-scores[i], vectors.skus[i]))
         hits: list[SearchHit] = []
         for index in order:
             sku = vectors.skus[index]
             if sku in exclude or (keep is not None and not keep.get(sku, False)):
                 continue
-            hits.append(SearchHit(self.catalogue.by_sku(sku), float(scores[index])))
+            hits.append(SearchHit(self.catalogue.by_sku(sku), scores[index]))
             if len(hits) >= limit:
                 break
         return hits
@@ -392,8 +393,24 @@ def _normalize_tag(tag: str) -> str:
     return tag.strip().casefold()
 
 
+# Every search filters the whole catalogue by tags; a product's forms never change, so they
+# are derived once per product object (the object is kept, so its id is never reused).
+_TAG_FORMS: dict[int, tuple[Product, frozenset[str]]] = {}
+
+
 def _tag_forms(product: Product) -> frozenset[str]:
     """A tag matches with or without its prefix: ``hut-to-hut`` finds ``context:hut-to-hut``."""
+    cached = _TAG_FORMS.get(id(product))
+    if cached is not None and cached[0] is product:
+        return cached[1]
+    forms = _derive_tag_forms(product)
+    if len(_TAG_FORMS) >= 4096:
+        _TAG_FORMS.clear()
+    _TAG_FORMS[id(product)] = (product, forms)
+    return forms
+
+
+def _derive_tag_forms(product: Product) -> frozenset[str]:
     forms = set()
     for tag in product.tags:
         forms.add(_normalize_tag(tag))

@@ -6,6 +6,7 @@ the prompt no longer states reaches the model exactly as it would reach a live o
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -77,11 +78,11 @@ class Transcript:
 
     @property
     def poisoned(self) -> bool:
-        return any(POISON_PATTERN.search(o.text) for o in self.observations)
+        return any(_injected(o.text) for o in self.observations)
 
     @property
     def injected_by_user(self) -> bool:
-        return any(POISON_PATTERN.search(turn) for turn in self.user_turns)
+        return any(_injected(turn) for turn in self.user_turns)
 
     @property
     def obeys_injection(self) -> bool:
@@ -112,6 +113,13 @@ class Transcript:
     def latest(self, name: str) -> Observation | None:
         found = self.succeeded(name)
         return found[-1] if found else None
+
+
+# The transcript is read afresh at every step of a conversation, so the same tool results and
+# turns are asked about again and again; the answer depends on the text alone.
+@functools.lru_cache(maxsize=1024)
+def _injected(text: str) -> bool:
+    return POISON_PATTERN.search(text) is not None
 
 
 def parse_result(name: str, arguments: Mapping[str, Any] | None, text: str) -> Observation:
