@@ -42,6 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from vitrine.store.naming import cache_dir
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.domain import Product
 
@@ -92,14 +93,9 @@ class Embedder(Protocol):
 
 
 def default_cache_dir() -> Path:
-    """``VITRINE_CACHE_DIR``, else ``$VITRINE_HOME/cache/embeddings``, else a local folder."""
-    explicit = os.environ.get("VITRINE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    home = os.environ.get("VITRINE_HOME")
-    if home:
-        return Path(home) / "cache" / "embeddings"
-    return Path(".vitrine") / "cache" / "embeddings"
+    """``$VITRINE_CACHE_DIR/embeddings``, else ``$VITRINE_HOME/cache/embeddings``, else a local
+    folder: vitrine's one rule for caches (:func:`vitrine.store.naming.cache_dir`)."""
+    return cache_dir("embeddings")
 
 
 def product_text(product: Product) -> str:

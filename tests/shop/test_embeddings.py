@@ -90,15 +90,15 @@ def test_a_changed_catalogue_is_embedded_once_into_the_cache(tmp_path, model):
 def test_the_cache_directory_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("VITRINE_CACHE_DIR", raising=False)
     monkeypatch.delenv("VITRINE_HOME", raising=False)
-    assert default_cache_dir() == Path(".vitrine") / "cache" / "embeddings"
+    assert default_cache_dir() == Path.cwd() / ".vitrine" / "cache" / "embeddings"
     monkeypatch.setenv("VITRINE_HOME", str(tmp_path))
     assert default_cache_dir() == tmp_path / "cache" / "embeddings"
     monkeypatch.setenv("VITRINE_CACHE_DIR", str(tmp_path / "explicit"))
-    assert default_cache_dir() == tmp_path / "explicit"
+    assert default_cache_dir() == tmp_path / "explicit" / "embeddings"
 
 
 def test_a_warm_search_never_imports_torch(tmp_path, model):
-    warm = MiniLMEmbedder(tmp_path)
+    warm = MiniLMEmbedder(tmp_path / "embeddings")  # where $VITRINE_CACHE_DIR puts them
     warm.embed([QUERY])  # fill the cache this process would otherwise fill
     script = (
         "import sys\n"
