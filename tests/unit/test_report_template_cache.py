@@ -101,3 +101,16 @@ def test_a_cache_folder_others_can_write_to_is_not_used(monkeypatch, tmp_path):
     assert html._template_cache_dir() is None
     html.render_html(_report())
     assert not list(shared.iterdir())
+
+
+def test_no_store_root_is_made_just_to_hold_the_cache(monkeypatch, tmp_path):
+    # A report for a store elsewhere (--output) leaves nothing where the environment points.
+    monkeypatch.delenv("VITRINE_CACHE_DIR", raising=False)
+    absent = tmp_path / "no-store-here"
+    monkeypatch.setenv("VITRINE_HOME", str(absent))
+    assert html._template_cache_dir() is None
+    assert html.render_html(_report()).lower().startswith("<!doctype html>")
+    assert not absent.exists()
+
+    absent.mkdir()
+    assert html._template_cache_dir() == absent / "cache" / "templates"

@@ -32,7 +32,7 @@ from markupsafe import Markup
 
 from vitrine.reports import formatting as fmt
 from vitrine.reports.model import BenchmarkSection, CheckFacts, SuiteReport, TimelineEntry
-from vitrine.store.naming import cache_dir
+from vitrine.store.naming import CACHE_ENV, cache_dir, resolve_root
 
 __all__ = ["PackageLoader", "render_html", "visible_finalize"]
 
@@ -100,8 +100,12 @@ def _template_cache_dir() -> Path | None:
     None when it cannot be made or is not safe to load code from.
 
     Loading a cached template executes it, so a folder that another user could write to is
-    never used.
+    never used. Without ``$VITRINE_CACHE_DIR`` the cache lives in the store root the
+    environment names, and only when that root exists: a report written to a store elsewhere
+    (``--output``) must not leave a ``.vitrine`` folder behind just to hold a cache.
     """
+    if not os.environ.get(CACHE_ENV, "").strip() and not resolve_root().is_dir():
+        return None
     directory = cache_dir("templates")
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
