@@ -49,23 +49,26 @@ class Classification:
     outcome: MutantOutcome
     reason: str
     killers: list[KillerChange]
+    exit_code: int | None = None  # the plan's, when it ran
 
 
 def classify(result: WorkerResult, healthy: dict[str, str]) -> Classification:
     """Killed (exit 1, or exit 0 with a test killer), not measured (3), errored, survived (0)."""
     killers = killer_changes(healthy, result.statuses, result.aliases)
-    if result.error is not None:
-        return Classification("errored", result.error, killers)
     code = result.exit_code
+    if result.error is not None:
+        return Classification("errored", result.error, killers, code)
     if code is None:
         return Classification("errored", "the worker reported no exit code", killers)
     if code == ExitCode.MEASURED_FAILURE:
         named = ", ".join(k.killer for k in killers) or "no report row changed status"
-        return Classification("killed", f"the plan exited 1 (measured failure): {named}", killers)
+        return Classification(
+            "killed", f"the plan exited 1 (measured failure): {named}", killers, code
+        )
     test_killers = [k for k in killers if k.killer.startswith("test:")]
     if code == ExitCode.PASS and test_killers:
         return Classification(
-            "killed", f"the plan passed but {len(test_killers)} test(s) failed", killers
+            "killed", f"the plan passed but {len(test_killers)} test(s) failed", killers, code
         )
     if code == ExitCode.PASS:
         if killers:
@@ -73,13 +76,13 @@ def classify(result: WorkerResult, healthy: dict[str, str]) -> Classification:
             why = f"no gate failed ({changed}, without exit authority)"
         else:
             why = "no gate, check, control or test changed status"
-        return Classification("survived", why, killers)
+        return Classification("survived", why, killers, code)
     if code == ExitCode.NOT_MEASURED:
         return Classification(
-            "not measured", "the plan exited 3: something could not be measured", killers
+            "not measured", "the plan exited 3: something could not be measured", killers, code
         )
     meaning = ExitCode(code).meaning if code in set(ExitCode) else "an unknown exit code"
-    return Classification("errored", f"the plan exited {code} ({meaning})", killers)
+    return Classification("errored", f"the plan exited {code} ({meaning})", killers, code)
 
 
 def compare_expected(

@@ -2,12 +2,13 @@
 
 ::
 
-    vitrine mutants [--suite MODULE:ATTR] [--only ID[,ID...]] [--jobs N] [--timeout S]
-                    [--output DIR] [--json-report PATH] [--html-report PATH]
-    vitrine mutants --list
+    vitrine mutants [--suite MODULE:ATTR] [--generate] [--only ID[,ID...]] [--jobs N]
+                    [--timeout S] [--output DIR] [--json-report PATH] [--html-report PATH]
+    vitrine mutants --list [--generate]
 
 The healthy subject runs first and must pass; then each mutant runs the catalogue's plan in a
-process of its own. Exit codes: 0 every must-kill mutant was killed and the score meets the
+process of its own; ``--generate`` adds the mutants generated at the suite's declared seams.
+Exit codes: 0 every must-kill mutant was killed and the score meets the
 catalogue's minimum, 1 a must-kill mutant survived or the score is short, 2 invalid arguments
 (including a suite without a "mutants" component), 3 a mutant could not be measured, 4
 infrastructure (a red healthy baseline, an errored or timed-out mutant, a broken catalogue).
@@ -36,7 +37,7 @@ from vitrine.commandline import (
 from vitrine.vocabulary import ExitCode
 
 if TYPE_CHECKING:
-    from vitrine.mutants.model import MutantCatalogue
+    from vitrine.mutants.catalogue import SuiteMutants
 
 __all__ = ["build_parser", "main"]
 
@@ -81,7 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     add_suite_option(parser, component="mutants")
-    parser.add_argument("--only", metavar="ID[,ID...]", type=_ids, help="run only these mutants")
+    parser.add_argument(
+        "--generate",
+        action="store_true",
+        help="also generate mutants at the suite's declared seams (model, tools, prompt rules, "
+        "conversation, thresholds) and report what each seam's checks see",
+    )
+    parser.add_argument(
+        "--only",
+        metavar="ID[,ID...]",
+        type=_ids,
+        help="run only these mutants (ids or patterns such as 'seam.tool.*')",
+    )
     parser.add_argument("--jobs", metavar="N", type=_count, help="mutants run at once (default 2)")
     parser.add_argument(
         "--timeout",
@@ -97,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--html-report", metavar="PATH", type=Path, help="also write matrix.html here"
     )
     parser.add_argument(
-        "--list", action="store_true", help="print the catalogue and exit without running"
+        "--list",
+        action="store_true",
+        help="print the mutants (with --generate, the generated ones too) and exit without running",
     )
     return parser
 
@@ -117,7 +131,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from vitrine.mutants.catalogue import CatalogueImportError, suite_catalogue
+    from vitrine.mutants.catalogue import CatalogueImportError, suite_mutants
     from vitrine.mutants.runner import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MutantRunError, run_mutants
     from vitrine.mutants.writer import refuse_directory
     from vitrine.plans.base import UsageError
@@ -130,9 +144,10 @@ def _run(args: argparse.Namespace) -> int:
             given = _run_options(args)
             if given:
                 raise UsageError(
-                    f"--list runs nothing, so it takes only --suite; got {', '.join(given)}"
+                    f"--list runs nothing, so it takes only --suite and --generate; got "
+                    f"{', '.join(given)}"
                 )
-            _print_catalogue(suite_catalogue(load_suite_or_refuse(spec)))
+            _print_mutants(suite_mutants(load_suite_or_refuse(spec), generate=args.generate))
             return ExitCode.PASS
         if args.json_report is not None and args.json_report == args.html_report:
             raise UsageError(
@@ -154,6 +169,7 @@ def _run(args: argparse.Namespace) -> int:
                 json_report=args.json_report,
                 html_report=args.html_report,
                 progress=_progress,
+                generate=args.generate,
             )
         )
     except SuiteLoadError as exc:  # run_mutants loads the suite itself
@@ -183,16 +199,26 @@ def _run_options(args: argparse.Namespace) -> list[str]:
     return ["--" + name.replace("_", "-") for name in names if getattr(args, name) is not None]
 
 
-def _print_catalogue(catalogue: MutantCatalogue) -> None:
+def _print_mutants(declared: SuiteMutants) -> None:
     out = sys.stdout
-    plan = catalogue.plan or "the suite's default plan"
-    out.write(
-        f"{len(catalogue)} mutants, plan {plan}, minimum score {100 * catalogue.minimum_score:g}%"
-        + (f": {catalogue.description}" if catalogue.description else "")
-        + "\n"
-    )
-    width = max(len(mutant.id) for mutant in catalogue)
-    for mutant in catalogue:
+    catalogue = declared.catalogue
+    if catalogue is not None:
+        plan = catalogue.plan or "the suite's default plan"
+        out.write(
+            f"{len(catalogue)} mutants, plan {plan}, minimum score "
+            f"{100 * catalogue.minimum_score:g}%"
+            + (f": {catalogue.description}" if catalogue.description else "")
+            + "\n"
+        )
+    generated = [m for m in declared.mutants if m.generated]
+    if declared.seams is not None:
+        kinds = ", ".join(
+            f"{kind} {sum(1 for m in generated if m.seam and m.seam.kind == kind)}"
+            for kind in declared.seams.kinds
+        )
+        out.write(f"{len(generated)} generated mutants at the declared seams ({kinds})\n")
+    width = max(len(mutant.id) for mutant in declared.mutants)
+    for mutant in declared.mutants:
         flags = "" if mutant.must_kill else " (may survive)"
         out.write(f"  {mutant.id:<{width}}  {mutant.component}{flags}: {mutant.description}\n")
         if mutant.expected_killers:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from vitrine.mutants.coverage import coverage_by_kind
 from vitrine.mutants.report import KillerChange, MutantMatrix
 from vitrine.reports.console import _STYLE, _Col, _safe, _table
 from vitrine.reports.formatting import status_class
@@ -38,7 +39,13 @@ def render_matrix_console(matrix: MutantMatrix, console: Console) -> None:
         )
         table.add_row(_safe(row.id), _safe(row.component), outcome, _safe(killers))
     console.print(table)
-    survivors = [row for row in matrix.mutants if row.outcome != "killed"]
+    _render_coverage(matrix, console)
+    # A generated survivor is evidence, not a broken promise: the coverage above sums them up.
+    survivors = [
+        row
+        for row in matrix.mutants
+        if row.outcome != "killed" and (row.must_kill or not row.generated)
+    ]
     for row in survivors:
         must = "must-kill " if row.must_kill else ""
         console.print(
@@ -61,6 +68,30 @@ def render_matrix_console(matrix: MutantMatrix, console: Console) -> None:
     console.print(Text.assemble((f"exit {matrix.exit_code}: ", style), _safe(matrix.exit_reason)))
     for artifact in matrix.artifacts.values():
         console.print(Text.assemble(("artifact: ", "dim"), _safe(artifact)))
+
+
+def _render_coverage(matrix: MutantMatrix, console: Console) -> None:
+    kinds = coverage_by_kind(matrix.coverage)
+    if not kinds:
+        return
+    table = _table(
+        "Seam coverage: which seams does no check see?",
+        _Col("Seam kind", fixed=True),
+        _Col("Seams seen", fixed=True, right=True),
+        _Col("Mutants killed", fixed=True, right=True),
+        _Col("Seams no check sees", ratio=2),
+    )
+    for kind in kinds:
+        unseen = ", ".join(kind.unseen) or "none"
+        if kind.unmeasured:
+            unseen += f" (not measured: {', '.join(kind.unmeasured)})"
+        table.add_row(
+            _safe(kind.kind),
+            _safe(f"{kind.seen}/{kind.seams}"),
+            _safe(f"{kind.killed}/{kind.mutants}"),
+            _safe(unseen),
+        )
+    console.print(table)
 
 
 def _killer_lines(killers: list[KillerChange]) -> str:

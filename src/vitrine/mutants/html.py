@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 
+from vitrine.mutants.coverage import coverage_by_kind
 from vitrine.mutants.report import MutantMatrix
 from vitrine.outcomes import ExitCode
 from vitrine.reports import formatting as fmt
@@ -38,6 +39,7 @@ def render_matrix_html(matrix: MutantMatrix) -> str:
             exit_class=fmt.exit_class(matrix.exit_code),
             exit_meaning=_exit_meaning(matrix.exit_code),
             outcome_status=_OUTCOME_STATUS,
+            coverage_by_kind=coverage_by_kind(matrix.coverage),
         )
     )
 

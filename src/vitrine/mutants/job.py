@@ -32,6 +32,7 @@ class WorkerJob(_Model):
     mutant: str | None
     store: str  # the folder this worker owns: its plan store, report and result
     test_selections: list[list[str]] = Field(default_factory=list)
+    generate: bool = False  # the mutant is generated from the suite's seams
 
     @property
     def folder(self) -> Path:

@@ -18,6 +18,10 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vitrine.mutants.seams import SeamTarget
 
 __all__ = ["Mutant", "MutantCatalogue", "MutantPlanter"]
 
@@ -39,6 +43,9 @@ class Mutant:
     the plan, with the mutant still planted, against the suite's ``service`` component started
     on a loopback port (its URL in ``EVAL_API_URL``): for a defect only a test over the running
     service can see. Each test that fails where it passed for the healthy subject is a killer.
+
+    ``seam`` says which seam the defect is planted at, so the matrix can count what each seam
+    kind's checks see; ``generated`` marks a mutant the harness derived from a suite's seams.
     """
 
     id: str
@@ -48,6 +55,8 @@ class Mutant:
     expected_killers: tuple[str, ...] = ()
     must_kill: bool = True
     tests: tuple[str, ...] = ()
+    seam: SeamTarget | None = None
+    generated: bool = False
 
     def __post_init__(self) -> None:
         if not _ID.match(self.id):

@@ -23,11 +23,14 @@ __all__ = [
     "MutantMatrix",
     "MutantOutcome",
     "MutantRow",
+    "SeamCoverage",
     "load_matrix",
     "matrix_json",
 ]
 
-MATRIX_SCHEMA_VERSION = 1
+MATRIX_SCHEMA_VERSION = 2
+# Version 1 had no seams and no generated mutants; its documents read as version 2 with none.
+_READABLE_VERSIONS = (1, MATRIX_SCHEMA_VERSION)
 
 MutantOutcome = Literal["killed", "survived", "not measured", "errored"]
 
@@ -69,10 +72,30 @@ class MutantRow(_Model):
     expected_not_seen: list[str] = Field(default_factory=list)
     seen_unexpectedly: list[str] = Field(default_factory=list)
     store_dir: str  # relative to the session folder
+    generated: bool = False
+    seam_kind: str | None = None  # "model", "tool", "prompt-rule", "conversation", "threshold"
+    seam_target: str | None = None  # which one: a tool's name, "rule 5", a threshold's name
+    operator: str | None = None  # what was done to it: "errors", "deleted", ...
 
     @property
     def killer_names(self) -> list[str]:
         return [change.killer for change in self.killers]
+
+
+class SeamCoverage(_Model):
+    """What the checks see of one seam: how many of its mutants were killed, which were not."""
+
+    kind: str
+    target: str
+    mutants: int
+    killed: int
+    unseen: list[str] = Field(default_factory=list)  # operators whose mutant survived
+    unmeasured: list[str] = Field(default_factory=list)  # operators not measured or errored
+
+    @property
+    def seen(self) -> bool:
+        """Whether some check noticed at least one defect planted at this seam."""
+        return self.killed > 0
 
 
 class MutantMatrix(_Model):
@@ -97,6 +120,14 @@ class MutantMatrix(_Model):
     exit_reason: str
     notes: list[str] = Field(default_factory=list)
     artifacts: dict[str, str] = Field(default_factory=dict)
+    # Generated mutants are counted apart: the score is the catalogue's promise, they are not.
+    generated_killed: int = 0
+    generated_total: int = 0
+    coverage: list[SeamCoverage] = Field(default_factory=list)
+
+    def unseen_seams(self, kind: str) -> list[str]:
+        """The seams of ``kind`` at which no mutant was killed: what no check sees."""
+        return [c.target for c in self.coverage if c.kind == kind and not c.seen]
 
     def kills(self, mutant_id: str, killer: str) -> bool:
         """True when ``killer`` changed status under mutant ``mutant_id`` (one matrix cell)."""
@@ -104,11 +135,18 @@ class MutantMatrix(_Model):
 
     @property
     def score_text(self) -> str:
-        """``27/30 killed (90.0%), minimum 90%``."""
-        return (
+        """``27/30 killed (90.0%), minimum 90%``, and the generated mutants' count if any."""
+        text = (
             f"{self.killed}/{self.total} killed ({100 * self.score:.1f}%), "
             f"minimum {100 * self.minimum_score:g}%"
         )
+        if not self.generated_total:
+            return text
+        share = 100 * self.generated_killed / self.generated_total
+        generated = (
+            f"generated: {self.generated_killed}/{self.generated_total} killed ({share:.1f}%)"
+        )
+        return generated if not self.total else f"{text}; {generated}"
 
 
 class MatrixSchemaError(ValueError, VitrineError):
@@ -128,12 +166,12 @@ def load_matrix(path: Path) -> MutantMatrix:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MatrixSchemaError(f"{path.name} cannot be read as JSON: {exc}") from exc
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != MATRIX_SCHEMA_VERSION:
+    if version not in _READABLE_VERSIONS:
         raise MatrixSchemaError(
-            f"{path.name} has schema version {version!r}; this vitrine reads version "
-            f"{MATRIX_SCHEMA_VERSION}"
+            f"{path.name} has schema version {version!r}; this vitrine reads versions "
+            f"{', '.join(map(str, _READABLE_VERSIONS))}"
         )
     try:
-        return MutantMatrix.model_validate(data)
+        return MutantMatrix.model_validate({**data, "schema_version": MATRIX_SCHEMA_VERSION})
     except ValidationError as exc:
         raise MatrixSchemaError(f"{path.name} is not a kill matrix: {exc}") from exc

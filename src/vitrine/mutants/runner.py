@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import os
 import signal
 import sys
@@ -30,11 +31,18 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from vitrine.errors import VitrineError
-from vitrine.mutants.catalogue import CatalogueImportError, catalogue_plan, suite_catalogue
-from vitrine.mutants.classify import classify, compare_expected
+from vitrine.mutants.catalogue import (
+    CatalogueImportError,
+    SuiteMutants,
+    catalogue_plan,
+    suite_mutants,
+)
+from vitrine.mutants.classify import Classification, classify, compare_expected
+from vitrine.mutants.coverage import seam_coverage
 from vitrine.mutants.job import LOG_NAME, RESULT_NAME, WorkerJob, WorkerResult
-from vitrine.mutants.model import Mutant, MutantCatalogue
+from vitrine.mutants.model import Mutant
 from vitrine.mutants.report import Baseline, MutantMatrix, MutantRow
+from vitrine.mutants.service_tests import unreachable_tests
 from vitrine.mutants.writer import write_matrix
 from vitrine.outcomes import ExitCode
 from vitrine.plans.base import UsageError
@@ -70,15 +78,20 @@ class _Finished:
     duration_s: float
 
 
-def select_mutants(catalogue: MutantCatalogue, only: Sequence[str] | None) -> list[Mutant]:
-    """The catalogue's mutants, or those named by ``only`` in catalogue order."""
+def select_mutants(mutants: Sequence[Mutant], only: Sequence[str] | None) -> list[Mutant]:
+    """All ``mutants``, or those ``only`` names (ids or ``fnmatch`` patterns), in their order.
+
+    A pattern (``seam.tool.*``) picks a family of generated mutants without spelling out ids;
+    a name or pattern that matches nothing is refused rather than silently running less.
+    """
     if not only:
-        return list(catalogue)
-    unknown = [mutant_id for mutant_id in only if mutant_id not in {m.id for m in catalogue}]
+        return list(mutants)
+    ids = [m.id for m in mutants]
+    unknown = [name for name in only if not fnmatch.filter(ids, name)]
     if unknown:
-        known = ", ".join(m.id for m in catalogue)
+        known = ", ".join(ids)
         raise UsageError(f"--only names unknown mutants {', '.join(unknown)}; known: {known}")
-    return [mutant for mutant in catalogue if mutant.id in set(only)]
+    return [m for m in mutants if any(fnmatch.fnmatchcase(m.id, name) for name in only)]
 
 
 async def run_mutants(
@@ -91,9 +104,11 @@ async def run_mutants(
     json_report: Path | None = None,
     html_report: Path | None = None,
     progress: Progress | None = None,
+    generate: bool = False,
 ) -> MutantMatrix:
     """Run the healthy baseline and every selected mutant; write and return the kill matrix.
 
+    With ``generate`` the mutants generated from the suite's seams run after the catalogue's.
     Raises :class:`~vitrine.plans.base.UsageError` for a request that cannot run as stated
     (no catalogue, unknown ids, bad limits) and :class:`MutantRunError` when the result would
     mean nothing (the healthy subject does not pass, the catalogue cannot be imported).
@@ -105,18 +120,25 @@ async def run_mutants(
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
     loaded = load_suite(suite)
     try:
-        catalogue = suite_catalogue(loaded)
+        declared = suite_mutants(loaded, generate=generate)
     except CatalogueImportError as exc:
         raise MutantRunError(str(exc)) from exc
-    plan = catalogue_plan(loaded, catalogue)
-    mutants = select_mutants(catalogue, only)
+    plan = catalogue_plan(loaded, declared)
+    mutants = select_mutants(declared.mutants, only)
     say = progress or (lambda _line: None)
+    # Checked before anything runs: a relative test path that does not resolve from here would
+    # otherwise fail only after the baseline, and only in a worker's log.
+    unreachable = {
+        m.id: why for m in mutants if (why := unreachable_tests(m.tests, Path.cwd())) is not None
+    }
+    for mutant_id, why in unreachable.items():
+        say(f"mutants: {mutant_id} not measured: {why}")
 
     started_at = datetime.now(UTC)
     clock = time.monotonic()
     session_id = new_run_id(started_at)
     session = resolve_root(output) / "mutants" / session_id
-    selections = _distinct_selections(mutants)
+    selections = _distinct_selections([m for m in mutants if m.id not in unreachable])
 
     healthy = await _run_worker(
         WorkerJob(
@@ -125,6 +147,7 @@ async def run_mutants(
             mutant=None,
             store=str(session / HEALTHY_FOLDER),
             test_selections=selections,
+            generate=generate,
         ),
         timeout_s,
     )
@@ -142,6 +165,9 @@ async def run_mutants(
 
     async def one(mutant: Mutant) -> MutantRow:
         nonlocal done
+        if mutant.id in unreachable:
+            done += 1
+            return _row(mutant, Classification("not measured", unreachable[mutant.id], []), 0.0)
         async with limit:
             finished = await _run_worker(
                 WorkerJob(
@@ -150,10 +176,11 @@ async def run_mutants(
                     mutant=mutant.id,
                     store=str(session / mutant.id),
                     test_selections=[list(mutant.tests)] if mutant.tests else [],
+                    generate=mutant.generated,
                 ),
                 timeout_s,
             )
-        row = _row(mutant, finished, healthy.result.statuses)
+        row = _row(mutant, classify(finished.result, healthy.result.statuses), finished.duration_s)
         done += 1
         killers = _first(row.killer_names, _PROGRESS_KILLERS) if row.outcome == "killed" else ""
         say(
@@ -169,7 +196,7 @@ async def run_mutants(
         session_id,
         started_at,
         time.monotonic() - clock,
-        catalogue,
+        declared,
         Baseline(
             exit_code=healthy.result.exit_code,
             duration_s=round(healthy.duration_s, 3),
@@ -231,17 +258,17 @@ def _red(status: str) -> bool:
     return status in {"FAIL", "NOT MEASURED", "failed", "error", "not caught"}
 
 
-def _row(mutant: Mutant, finished: _Finished, healthy: dict[str, str]) -> MutantRow:
-    judged = classify(finished.result, healthy)
+def _row(mutant: Mutant, judged: Classification, duration_s: float) -> MutantRow:
     hit, missed, unexpected = compare_expected(mutant, judged.killers)
+    seam = mutant.seam
     return MutantRow(
         id=mutant.id,
         component=mutant.component,
         description=mutant.description,
         must_kill=mutant.must_kill,
         outcome=judged.outcome,
-        exit_code=finished.result.exit_code,
-        duration_s=round(finished.duration_s, 3),
+        exit_code=judged.exit_code,
+        duration_s=round(duration_s, 3),
         reason=judged.reason,
         killers=judged.killers,
         expected_killers=list(mutant.expected_killers),
@@ -249,6 +276,10 @@ def _row(mutant: Mutant, finished: _Finished, healthy: dict[str, str]) -> Mutant
         expected_not_seen=missed,
         seen_unexpectedly=unexpected,
         store_dir=mutant.id,
+        generated=mutant.generated,
+        seam_kind=None if seam is None else seam.kind,
+        seam_target=None if seam is None else seam.target,
+        operator=None if seam is None else seam.operator,
     )
 
 
@@ -258,35 +289,42 @@ def _matrix(
     session_id: str,
     started_at: datetime,
     duration_s: float,
-    catalogue: MutantCatalogue,
+    declared: SuiteMutants,
     baseline: Baseline,
     rows: list[MutantRow],
     notes: list[str],
 ) -> MutantMatrix:
-    killed = sum(1 for row in rows if row.outcome == "killed")
-    total = len(rows)
+    written = [row for row in rows if not row.generated]
+    generated = [row for row in rows if row.generated]
+    killed = sum(1 for row in written if row.outcome == "killed")
+    total = len(written)
     score = killed / total if total else 0.0
     survivors = [row.id for row in rows if row.must_kill and row.outcome == "survived"]
     columns = sorted({name for row in rows for name in row.killer_names})
-    code, reason = _verdict(rows, survivors, score, catalogue.minimum_score)
+    # With only generated mutants there is no promised score to fall short of.
+    minimum = declared.minimum_score if total else 0.0
+    code, reason = _verdict(rows, survivors, score, minimum)
     matrix = MutantMatrix(
         suite=suite_name,
         plan=plan,
         session_id=session_id,
         started_at=started_at.isoformat(timespec="seconds"),
         duration_s=round(duration_s, 3),
-        description=catalogue.description,
+        description=declared.description,
         baseline=baseline,
         killers=columns,
         mutants=rows,
         killed=killed,
         total=total,
         score=score,
-        minimum_score=catalogue.minimum_score,
+        minimum_score=declared.minimum_score,
         must_kill_survivors=survivors,
         exit_code=int(code),
         exit_reason="",
         notes=notes,
+        generated_killed=sum(1 for row in generated if row.outcome == "killed"),
+        generated_total=len(generated),
+        coverage=seam_coverage(rows),
     )
     return matrix.model_copy(update={"exit_reason": f"{reason}; {matrix.score_text}"})
 

@@ -15,16 +15,21 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from vitrine.errors import VitrineError
 from vitrine.mutants.statuses import test_key
 from vitrine.suite import Suite
 
-__all__ = ["ServiceTestError", "ServiceTests", "run_service_tests"]
+__all__ = ["ServiceTestError", "ServiceTests", "run_service_tests", "unreachable_tests"]
 
 _START_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 10.0
+# pytest options whose value is the next argument, so that value is never read as a path.
+_VALUE_OPTIONS = frozenset(
+    {"-m", "-k", "-p", "-o", "-W", "-c", "--ignore", "--deselect", "--rootdir", "--confcutdir"}
+)
 
 
 class ServiceTestError(RuntimeError, VitrineError):
@@ -61,6 +66,34 @@ class _Outcomes:
             self.outcomes[report.nodeid] = "skipped"
         elif report.when == "call":
             self.outcomes[report.nodeid] = "passed"
+
+
+def unreachable_tests(selection: Sequence[str], cwd: Path) -> str | None:
+    """Why ``selection`` cannot run from ``cwd`` (a path in it names nothing there), or None.
+
+    pytest resolves a relative path against the working directory, so a catalogue that names
+    ``tests/behaviour`` works from its checkout and nowhere else; ``--pyargs`` names packages
+    instead, which resolve from any directory.
+    """
+    if "--pyargs" in selection:
+        return None
+    missing = []
+    previous = ""
+    for argument in selection:
+        target = argument.split("::", 1)[0]
+        # Only what reads as a path is checked: an option's value ("-n 2") is not one.
+        looks_like_path = "/" in target or os.sep in target or target.endswith(".py")
+        an_option = argument.startswith("-") or previous in _VALUE_OPTIONS
+        if looks_like_path and not an_option and not (cwd / target).exists():
+            missing.append(argument)
+        previous = argument
+    if not missing:
+        return None
+    return (
+        f"its tests {', '.join(missing)} are not found from the working directory {cwd}: run "
+        "from the directory they are relative to, or ship them in a package and name it with "
+        "--pyargs"
+    )
 
 
 def run_service_tests(suite: Suite, selections: Sequence[Sequence[str]]) -> ServiceTests:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vitrine import cli
-from vitrine.mutants.catalogue import suite_catalogue
+from vitrine.mutants.catalogue import suite_mutants
 from vitrine.mutants.job import PLAN_REPORT_NAME, WorkerJob, WorkerResult
 from vitrine.mutants.service_tests import (
     ServiceTestError,
@@ -42,7 +42,11 @@ def run_job(job: WorkerJob) -> WorkerResult:
 
     try:
         suite = load_suite(job.suite)
-        mutant = None if job.mutant is None else suite_catalogue(suite).get(job.mutant)
+        mutant = (
+            None
+            if job.mutant is None
+            else suite_mutants(suite, generate=job.generate).get(job.mutant)
+        )
     except Exception as exc:
         return WorkerResult(error=f"the suite could not be loaded: {describe_exception(exc)}")
     planted = ExitStack()
