@@ -169,6 +169,7 @@ SUITE = Suite(
         "service": "vitrine_shop.served_assistant:create_assistant",
         "redteam-target": "vitrine_shop.redteam.target:REDTEAM_TARGET",
         "mutants": "vitrine_shop.evals.mutants:CATALOGUE",
+        "seams": "vitrine_shop.evals.mutants.seams:SEAMS",
     },
     modes=frozenset({"self-test", "ablate-catalogue", "controls-only"}),
     aliases={"--live-subjects-and-judge": "eval03-compare"},

@@ -30,7 +30,7 @@ from vitrine_shop.domain import SKU_IN_TEXT, Product
 from vitrine_shop.operations import product_details, product_summary
 from vitrine_shop.scripted import model as scripted_model
 
-__all__ = ["AGENT_MUTANTS"]
+__all__ = ["AGENT_MUTANTS", "rules_without"]
 
 
 def _patched(target: object, name: str, twin: object) -> MutantPlanter:
@@ -110,8 +110,8 @@ def _consume_without_approval(self: tools.ApprovalGate, action: str, sku: str) -
     return True  # the bug: the approval check is skipped
 
 
-def _only_duplicates(skus: list[str], *, known: Container[str], owned: Container[str]) -> list[str]:
-    del known, owned  # the bug: presenting checks only for duplicates
+def _only_duplicates(skus: list[str], *, catalogue: object, owned: Container[str]) -> list[str]:
+    del catalogue, owned  # the bug: presenting checks only for duplicates
     seen: set[str] = set()
     problems = []
     for index, sku in enumerate(skus):
@@ -189,7 +189,8 @@ _real_admits = memory.Constraints.admits
 # --- the prompt -------------------------------------------------------------------------------
 
 
-def _rules_without(*numbers: int) -> tuple[str, ...]:
+def rules_without(*numbers: int) -> tuple[str, ...]:
+    """The prompt's rules without those numbered ``numbers`` (from 1, as the prompt shows)."""
     return tuple(rule for n, rule in enumerate(prompts.RULES, start=1) if n not in numbers)
 
 
@@ -219,7 +220,7 @@ class BrokenModel:
 
 # --- the catalogue ----------------------------------------------------------------------------
 
-_RULES_5_AND_8 = _patched(prompts, "RULES", _rules_without(5, 8))
+_RULES_5_AND_8 = _patched(prompts, "RULES", rules_without(5, 8))
 _NO_APPROVAL_CHECK = _patched(tools.ApprovalGate, "consume", _consume_without_approval)
 
 AGENT_MUTANTS: tuple[Mutant, ...] = (
@@ -340,7 +341,7 @@ AGENT_MUTANTS: tuple[Mutant, ...] = (
         "prompt-rule-2-deleted",
         "prompts.RULES",
         "The system prompt loses rule 2 (never recommend an owned durable again).",
-        _patched(prompts, "RULES", _rules_without(2)),
+        _patched(prompts, "RULES", rules_without(2)),
         ("injection",),
     ),
     Mutant(
