@@ -76,7 +76,7 @@ clean:
 layers: setup
 	$(BIN)/vitrine --all --output .vitrine/layers \
 	  --json-report .vitrine/layers/offline/report.json --html-report .vitrine/layers/offline/report.html
-	$(BIN)/vitrine redteam run --output .vitrine/layers/redteam
+	$(BIN)/vitrine redteam run --deterministic-only --output .vitrine/layers/redteam
 	$(BIN)/vitrine redteam status --output .vitrine/layers/redteam
 	$(BIN)/vitrine rag eval --output .vitrine/layers/rag \
 	  --json-report .vitrine/layers/rag/report.json || echo "RAG layer: soft block, exit $$? (continue-on-error)"

@@ -125,6 +125,8 @@ _LABELS: dict[str, Status] = {
     "failed": Status.FAIL,
     MeasurementState.NOT_APPLICABLE.value: Status.NOT_APPLICABLE,
     MeasurementState.NOT_MEASURED.value: Status.NOT_MEASURED,
+    # a red-team assertion a run left out on request: not measured, and never passed
+    "excluded": Status.NOT_MEASURED,
     # the pytest plugin's metrics: a judged metric without a judge is skipped, not passed
     "skipped": Status.NOT_MEASURED,
     # red-team probes, from the target's side: resisting the attack is the check passing

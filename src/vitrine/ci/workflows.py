@@ -5,8 +5,10 @@ Each layer keeps the gate semantics of the pipelines it comes from:
 - **offline** (``vitrine --all``): on every push and pull request; a hard gate.
 - **behaviour** (the service's behaviour tests): a hard block, started by hand or after every
   successful deploy workflow on the default branch.
-- **redteam** (static cases, then ``vitrine redteam status``): a soft gate. A compromise fails
-  the job until a person records a sign-off; deployment does not wait on it.
+- **redteam** (static cases on their deterministic assertions, then ``vitrine redteam
+  status``): a soft gate. A compromise fails the job until a person records a sign-off;
+  deployment does not wait on it. No judge is configured, so the judged assertions are
+  excluded by an explicit flag that every report of the run states.
 - **rag** (``vitrine rag eval``): ``continue-on-error`` until its thresholds are signed off.
 
 Every layer uploads its JSON and HTML reports as artifacts kept 30 days. The same renderer
@@ -164,10 +166,12 @@ jobs:
     runs-on: ubuntu-latest
     timeout-minutes: 20
 {setup}\
-      - name: Static red-team cases
+      # No judge is configured here, so the judged (llm-rubric) assertions are excluded, and
+      # every report of the run says so; without the flag the run is NOT MEASURED (exit 3).
+      - name: Static red-team cases (deterministic assertions)
         id: cases
         continue-on-error: true
-        run: vitrine redteam run --suite {suite} --output redteam-store
+        run: vitrine redteam run --deterministic-only --suite {suite} --output redteam-store
       - name: Export for review
         if: always()
         run: |
@@ -177,7 +181,7 @@ jobs:
           vitrine redteam export latest --output redteam-store \
             --format sarif --out reports/redteam/redteam.sarif
           cp -r redteam-store/reports reports/redteam/runs
-      - name: Decide (exit 1 while a finding has no sign-off)
+      - name: Decide (exit 1 while a finding has no sign-off, 3 or 4 while a case is unmeasured)
         run: vitrine redteam status --output redteam-store
 {upload}"""
 

@@ -3,6 +3,7 @@
 ::
 
     vitrine redteam run [CASES.yaml] [--target shop|vulnerable] [--provider P] [--no-judge]
+                        [--deterministic-only]
     vitrine redteam adaptive --strategy goat|crescendo [--goal ID] [--attacker scripted|provider]
     vitrine redteam sign-off FINDING --by NAME --reason TEXT [--run RUN]
     vitrine redteam status [RUN]
@@ -14,9 +15,12 @@ one, the subject, the judge and (by default) the attacker are that provider's mo
 paid provider needs ``--confirm-paid``. Nothing is sent to a service the operator did not name.
 
 Exit codes of ``run`` and ``adaptive``: 0 every probe resisted, 1 a compromise (a measured
-failure, and a finding that needs sign-off), 3 an inconclusive probe, 4 infrastructure (an
-errored, truncated or skipped probe, or an unready provider), 2 invalid arguments.
-``status`` exits 1 while the run has an open finding and 0 when all are signed off: the soft
+failure, and a finding that needs sign-off), 3 an inconclusive probe (for a static case: an
+assertion not measured, such as an ``llm-rubric`` with no judge), 4 infrastructure (an errored,
+truncated or skipped probe, or an unready provider), 2 invalid arguments. ``run
+--deterministic-only`` excludes the judged assertions instead, and the run says so in every
+report. ``status`` exits 1 while the run has an open finding; once all are signed off it exits
+with what the run left unresolved (3 or 4), and 0 only for a run with nothing missing: the soft
 gate a pipeline can call before the next deploy.
 """
 
@@ -74,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=RefusingParser)
     run = commands.add_parser("run", help="run static cases from a YAML file")
     run.add_argument("cases", nargs="?", type=Path, help="case file (default: the suite's)")
+    run.add_argument(
+        "--deterministic-only",
+        action="store_true",
+        help="exclude judged (llm-rubric) assertions and say so in the report; no judge is called",
+    )
     _provider_options(run)
     _common(run)
     adaptive = commands.add_parser("adaptive", help="adaptive multi-turn attacks")
@@ -85,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="attacker model (default: the provider's if one is named, else scripted)",
     )
     adaptive.add_argument("--max-turns", type=int, default=5)
+    adaptive.set_defaults(deterministic_only=False)  # an adaptive goal has no assertions
     _provider_options(adaptive)
     _common(adaptive)
     sign = commands.add_parser("sign-off", help="record a human sign-off of a finding")
@@ -176,7 +186,7 @@ def _models(args: argparse.Namespace, variant: str) -> _Models:
     subject = create_chat_model(config, "subject")
     judge = (
         None
-        if args.no_judge
+        if args.no_judge or args.deterministic_only
         else ChatModelSafetyJudge(
             create_chat_model(config, "judge"), max_output_tokens=config.judge_max_output_tokens
         )
@@ -215,7 +225,9 @@ def _run(args: argparse.Namespace) -> int:
     models = _models(args, args.target)
     factory = _factory(component, args.target, models)
     started = _now()
-    facts = asyncio.run(run_static_cases(cases, factory, judge=models.judge))
+    facts = asyncio.run(
+        run_static_cases(cases, factory, judge=models.judge, exclude_judged=args.deterministic_only)
+    )
     return _finish(args, "static", component, models, facts, started, {"cases_file": path.name})
 
 
@@ -298,6 +310,8 @@ def _finish(
         f"{scores['inconclusive']} inconclusive ({scores['errored']} errored) of "
         f"{scores['total']}; {scores['calls_used']} of {scores['ceiling']} model calls\n"
     )
+    if document["scope"] is not None:
+        out.write(f"scope: {document['scope']['statement']}\n")
     for probe in document["probes"]:
         out.write(f"  {probe['probe_id']}: {probe['outcome']}  {probe['diagnostic']}\n")
     for finding in document["findings"]:
@@ -348,10 +362,11 @@ def _sign_off(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from vitrine.redteam.runs import finding_states, read_signoffs
+    from vitrine.redteam.runs import finding_states, read_signoffs, unresolved_of
 
     run_dir = _resolve(args, args.run)
-    rows = finding_states(_loaded(run_dir), read_signoffs(run_dir))
+    document = _loaded(run_dir)
+    rows = finding_states(document, read_signoffs(run_dir))
     open_rows = [r for r in rows if r["signoff"] is None]
     out = sys.stdout
     out.write(f"{PROG} status {run_dir.name}: {len(open_rows)} open, ")
@@ -363,6 +378,11 @@ def _status(args: argparse.Namespace) -> int:
     if open_rows:
         out.write("open findings need a recorded human sign-off before the next deploy\n")
         return ExitCode.MEASURED_FAILURE
+    gaps = unresolved_of(document)
+    if gaps is not None:
+        # A sign-off accepts what was found; it cannot vouch for what was never measured.
+        out.write(f"no sign-off covers what the run did not measure: {gaps['reason']}\n")
+        return ExitCode(gaps["exit_code"])
     return ExitCode.PASS
 
 

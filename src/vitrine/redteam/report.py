@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, StrictUndefined, select_autoescape
 
-from vitrine.redteam.runs import RUN_HTML, SignOff, finding_states
+from vitrine.redteam.runs import RUN_HTML, SignOff, finding_states, unresolved_of
 from vitrine.store.files import atomic_write_bytes
 
 __all__ = ["render_run_html", "write_run_html"]
@@ -50,6 +50,9 @@ def render_run_html(document: Mapping[str, Any], signoffs: Sequence[SignOff]) ->
             findings=findings,
             open_count=len(findings) - signed,
             signed_count=signed,
+            # Older documents carry neither key; the page reads them as the soft gate does.
+            scope=document.get("scope"),
+            unresolved=unresolved_of(document),
         )
     )
 

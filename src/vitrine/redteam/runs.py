@@ -45,6 +45,7 @@ __all__ = [
     "read_signoffs",
     "resolve_run",
     "sign_off",
+    "unresolved_of",
     "write_run",
 ]
 
@@ -220,7 +221,47 @@ def _shape_problem(data: Mapping[str, Any]) -> str:
     code = data.get("exit_code")
     if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 4:
         return "exit_code must be 0 to 4"
+    gaps = data.get("unresolved")
+    if gaps is not None and (
+        not isinstance(gaps, dict)
+        or gaps.get("exit_code") not in _ABSENCE_CODES
+        or not isinstance(gaps.get("reason"), str)
+    ):
+        return "unresolved must be null or an object with exit_code 3 or 4 and a reason"
     return ""
+
+
+_ABSENCE_CODES = (3, 4)
+
+
+def unresolved_of(document: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the run left unmeasured apart from its compromises, or None when nothing is missing.
+
+    Runs written before the document carried ``unresolved`` are read from their exit, census
+    and assertions, so an older run that was not measured does not pass the gate by lacking the
+    field (those runs called a case resisted even when its rubric had no judge).
+    """
+    if "unresolved" in document:
+        gaps = document["unresolved"]
+        return None if gaps is None else dict(gaps)
+    code = document["exit_code"]
+    if code in _ABSENCE_CODES:
+        return {"exit_code": code, "reason": str(document.get("exit_reason", ""))}
+    scores = document["scores"]
+    unjudged = sum(
+        1
+        for probe in document["probes"]
+        if probe.get("outcome") == "resisted"
+        and any(a.get("state") == "not_measured" for a in probe.get("assertions") or ())
+    )
+    undecided = int(scores.get("inconclusive") or 0) + unjudged
+    if not undecided:
+        return None
+    return {
+        "exit_code": 4 if scores.get("errored") else 3,
+        "reason": f"{undecided} of {scores.get('total')} cases or probes not measured "
+        f"({scores.get('errored') or 0} errored)",
+    }
 
 
 def latest_run(root: Path) -> Path:
