@@ -52,10 +52,9 @@ def _every_model(transform: ModelTransform) -> Iterator[None]:
 
 @contextmanager
 def _one_tool(name: str, fault: ToolFault) -> Iterator[None]:
+    # Dispatch answers OK or ERROR; a refusal is raised through it, so it passes any fault
+    # unchanged and the tool box still records it as refused.
     healthy = tools.ToolBox._dispatch
-    # The result each output came from, so an output the fault passes through unchanged keeps
-    # its exact status (a refusal stays a refusal, not a generic error).
-    origins: dict[int, tuple[ToolOutput, tools.ToolResult]] = {}
 
     async def dispatch(
         self: tools.ToolBox, called: str, arguments: Mapping[str, Any]
@@ -65,14 +64,9 @@ def _one_tool(name: str, fault: ToolFault) -> Iterator[None]:
 
         async def through(call: ToolCall) -> ToolOutput:
             result = await healthy(self, call.name, call.arguments)
-            output = ToolOutput(result.ok, result.data, result.message)
-            origins[id(output)] = (output, result)
-            return output
+            return ToolOutput(result.ok, result.data, result.message)
 
         output = await fault(ToolCall(called, dict(arguments)), through)
-        origin = origins.get(id(output))
-        if origin is not None and origin[0] is output:
-            return origin[1]
         status = ToolCallStatus.OK if output.ok else ToolCallStatus.ERROR
         return tools.ToolResult(called, status, output.data, output.message)
 
