@@ -36,9 +36,13 @@ def _calibration_labels():
     from vitrine_shop.evals.live.calibration import examples_for
     from vitrine_shop.scenarios import load_scenarios
 
-    return {
-        e.answer: dict(e.labels) for s in load_scenarios().values() for e in examples_for(s, "")
-    }
+    # The content-free hard cases (a refusal, the step-limit message) recur across scenarios
+    # with each scenario's criteria; the judge reads only the ids it was asked about.
+    labels: dict[str, dict[str, bool]] = {}
+    for scenario in load_scenarios().values():
+        for example in examples_for(scenario, ""):
+            labels.setdefault(example.answer, {}).update(example.labels)
+    return labels
 
 
 CALIBRATION_LABELS = _calibration_labels()

@@ -195,13 +195,14 @@ def test_the_cli_without_configuration_calls_nothing_and_exits_4(tmp_path, monke
 async def test_the_judge_is_admitted_over_http_before_any_subject_call(tmp_path):
     with FakeOpenAIServer(scripted_reply) as server:
         outcome = await run(tmp_path, server, EVAL01, (LUCA,), VITRINE_JUDGE_ADMISSION="on")
-        first_two = [is_judge(r) for r in server.requests[:2]]
+        # Luca's calibration set: the reference pair, four hard negatives, one hard positive.
+        first_seven = [is_judge(r) for r in server.requests[:7]]
         judge_calls = sum(is_judge(r) for r in server.requests)
     assert outcome.exit_code is ExitCode.PASS, outcome.summary
-    assert first_two == [True, True]  # the calibration set comes first
-    assert judge_calls == 3
+    assert first_seven == [True] * 7  # the calibration set comes first
+    assert judge_calls == 8
     admission = receipt(tmp_path)["judge_admission"]
-    assert (admission["admitted"], admission["agreed"], admission["labels"]) == (True, 8, 8)
+    assert (admission["admitted"], admission["agreed"], admission["labels"]) == (True, 28, 28)
     leaks(tmp_path)
 
 

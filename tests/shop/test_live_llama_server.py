@@ -141,7 +141,7 @@ async def test_a_plan_through_llama_cpp_server_is_measured_with_the_judge_admiss
         {"mode": "json_schema", "failure": "server_error"}
     ]
     admission = doc["judge_admission"]
-    assert isinstance(admission["admitted"], bool) and admission["labels"] == 8
+    assert isinstance(admission["admitted"], bool) and admission["labels"] == 36
     assert admission["reason"].startswith("admitted" if admission["admitted"] else "refused")
     (trial,) = doc["trials"]
     if architecture == "agent" and trial["subject_error"] is not None:

@@ -52,6 +52,6 @@ def test_eval01_on_the_local_model_completes_with_an_honest_receipt(tmp_path):
     assert len(runs) == 1
     assert doc["usage"]["judge_calls"] <= 1
     admission = doc["judge_admission"]
-    assert isinstance(admission["admitted"], bool) and admission["labels"] == 8
+    assert isinstance(admission["admitted"], bool) and admission["labels"] == 28
     if not admission["admitted"]:
         assert doc["usage"]["judge_calls"] == 0  # a refused judge judges nothing

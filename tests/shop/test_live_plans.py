@@ -287,9 +287,10 @@ async def test_an_admitted_judge_is_recorded_with_its_calibration_figures(tmp_pa
     assert outcome.exit_code is ExitCode.PASS
     admission = receipt(tmp_path)["judge_admission"]
     assert admission["admitted"] is True
-    assert (admission["agreed"], admission["labels"], admission["judge_calls"]) == (8, 8, 2)
-    assert admission["wilson_95"]["lower"] > 0.5
-    assert judge.calibration_calls == 2 and judge.calls == 1
+    # Nadia's set: the reference pair, six hard negatives and one hard positive.
+    assert (admission["agreed"], admission["labels"], admission["judge_calls"]) == (36, 36, 9)
+    assert admission["wilson_95"]["lower"] > 0.5 and admission["hard_confusions"] == []
+    assert judge.calibration_calls == 9 and judge.calls == 1
 
 
 async def test_a_judge_refused_at_admission_leaves_quality_not_measured_and_says_why(tmp_path):
@@ -298,14 +299,15 @@ async def test_a_judge_refused_at_admission_leaves_quality_not_measured_and_says
     assert outcome.exit_code is ExitCode.NOT_MEASURED
     doc = receipt(tmp_path)
     assert doc["judge_admission"]["admitted"] is False
-    assert doc["judge_admission"]["agreed"] == 4
-    assert judge.calls == 2  # the two calibration answers only: no trial was judged
+    assert doc["judge_admission"]["agreed"] == 21
+    assert judge.calls == 9  # the calibration answers only: no trial was judged
     trial = doc["trials"][0]
     assert trial["checks"]["quality"]["state"] == "not_measured"
     # Every deterministic check was still measured.
     assert trial["checks"]["screened-deliverable"]["state"] == "measured"
     assert trial["checks"]["agent-tool-reconciliation"]["state"] == "measured"
-    assert "the judge was refused: agreement 4/8" in doc["exit_reason"]
+    assert "the judge was refused: the judge passed the non-answer" in doc["exit_reason"]
+    assert "agreement 21/36" in doc["exit_reason"]
     assert "several billion parameters" in doc["exit_reason"]
 
 
@@ -342,7 +344,7 @@ async def test_a_free_provider_needs_no_confirmation_and_every_record_says_free(
     printed = capsys.readouterr().out
     assert "paid model services" not in printed
     assert "no charge" in printed
-    assert "judge admission: at most 2 calibration judge call(s)" in printed
+    assert "judge admission: at most 9 calibration judge call(s)" in printed
 
 
 async def test_an_interrupted_session_receipt_lists_the_runs_that_were_sealed(tmp_path):

@@ -162,3 +162,60 @@ async def test_a_refused_judge_makes_no_call_and_every_evaluation_is_not_measure
 def test_a_calibration_example_must_label_exactly_its_criteria():
     with pytest.raises(ValueError, match="must label exactly its criteria"):
         CalibrationExample("c", "x", "task", "answer", CRITERIA, {"a": True})
+
+
+def _with_hard_cases() -> list[CalibrationExample]:
+    """The reference pair, a hard negative that meets three of four criteria, a hard positive."""
+    negative = {c.id: c.id != "d" for c in CRITERIA}
+    return [
+        *_examples(2),
+        CalibrationExample(
+            "case-0", "limit", "task 0", "I hit my limit.", CRITERIA, negative, "the limit message"
+        ),
+        CalibrationExample(
+            "case-0",
+            "paraphrase",
+            "task 0",
+            "the same, reworded",
+            CRITERIA,
+            {c.id: True for c in CRITERIA},
+            "the correct answer in other words",
+        ),
+    ]
+
+
+async def test_a_judge_that_agrees_often_enough_but_passes_a_hard_negative_is_refused_by_name():
+    examples = _with_hard_cases()
+    labels = _labels_of(examples)
+    model = JudgeModel(
+        lambda answer, cid: True if answer == "I hit my limit." else labels[(answer, cid)]
+    )
+    admission = await admit_judge(LLMJudge(model), examples)
+    assert (admission.agreed, admission.labels) == (23, 24)  # one label wrong: above the bar
+    assert not admission.admitted
+    assert admission.reason.startswith("refused: the judge passed the limit message (case-0);")
+    assert "cannot tell these answers from good ones" in admission.reason
+    assert admission.to_dict()["hard_confusions"] == ["case-0/limit"]
+
+
+async def test_a_judge_that_fails_the_hard_positive_is_refused_by_name():
+    examples = _with_hard_cases()
+    labels = _labels_of(examples)
+    model = JudgeModel(
+        lambda answer, cid: False if answer == "the same, reworded" else labels[(answer, cid)]
+    )
+    admission = await admit_judge(LLMJudge(model), examples)
+    assert not admission.admitted
+    assert admission.reason.startswith(
+        "refused: the judge failed the correct answer in other words (case-0);"
+    )
+
+
+async def test_a_tolerance_for_hard_confusions_is_the_policy_s_to_declare():
+    examples = _with_hard_cases()
+    labels = _labels_of(examples)
+    model = JudgeModel(
+        lambda answer, cid: True if answer == "I hit my limit." else labels[(answer, cid)]
+    )
+    admission = await admit_judge(LLMJudge(model), examples, AdmissionPolicy(max_hard_confusions=1))
+    assert admission.admitted and admission.confused == ("case-0/limit",)

@@ -49,7 +49,7 @@ from vitrine.reports.sections import benchmark_section
 from vitrine.stats import wilson_interval
 from vitrine.store import RunStore
 from vitrine.store.receipts import ReceiptStore, new_session_id
-from vitrine_shop.evals.live.calibration import examples_for
+from vitrine_shop.evals.live.calibration import admission_calls, examples_for
 from vitrine_shop.evals.live.definition import (
     LiveBindings,
     judge_input,
@@ -79,7 +79,6 @@ __all__ = [
 SUBJECT_MAX_OUTPUT_TOKENS = 4000
 WHOLE_TRIAL_FLOOR = 0.50
 ADMISSION_ENV = "VITRINE_JUDGE_ADMISSION"
-_ADMISSION_CALLS_PER_SCENARIO = 2  # one answer meeting every criterion, one missing all
 LIVE_DIR = "live"
 _ARCH_ARMS = {"agent": AGENT_ARM, "workflow": WORKFLOW_ARM}
 # The subject's provider configuration and the judge's, None when the judge shares it.
@@ -209,7 +208,7 @@ async def run_live_plan(
         for line in preview.lines():
             sys.stdout.write(line + "\n")
         sys.stdout.write(
-            f"  judge admission: at most {_ADMISSION_CALLS_PER_SCENARIO * len(scenarios)} "
+            f"  judge admission: at most {admission_calls(scenarios)} "
             "calibration judge call(s) before the first trial\n"
         )
         sys.stdout.flush()
