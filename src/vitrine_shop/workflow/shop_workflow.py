@@ -5,11 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vitrine.bench.response import (
-    StageStatus,
-    SubjectResponse,
-    validate_stage_set,
-)
+from vitrine.bench.response import StageStatus, SubjectResponse
 from vitrine.providers.base import ChatModel, Provenance
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.operations import ShopServices
@@ -288,8 +284,11 @@ class ShopWorkflow:
         if withheld:
             # Even the code path's answer was blocked: say nothing rather than something unsafe.
             answer = _WITHHELD_ANSWER
+        # Handed over as recorded, not validated here: an impossible set (a stage twice, one
+        # missing) is this workflow's defect, for the checks to measure as a failure, and
+        # raising would make it look like an outage that left nothing to observe.
         censuses = record.stage_censuses()
-        stages = validate_stage_set(censuses, required=MODEL_STAGES) if censuses else None
+        stages = tuple(censuses) if censuses else None
         # In the order the customer reads them; the Presenter's check admits only picked SKUs.
         presented = [] if withheld else list(screen.skus)
         model = self._model

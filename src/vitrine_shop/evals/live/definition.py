@@ -154,6 +154,21 @@ class QualityCheck:
         criteria = criteria_for(scenario)
         if response.answer is None:
             return Observation.not_applicable("the subject returned no answer object")
+        impossible = _impossible_census(response)
+        if impossible is not None:
+            # The census is the subject's own account of its model stages. One that cannot be
+            # true is a defect of the subject, seen in full: a measured failure, decided
+            # without a judge call, not an absence a rerun could fill.
+            return Observation.measured(
+                0.0,
+                False,
+                evidence={
+                    "judge_calls": 0,
+                    "stages": [s.to_dict() for s in response.stages or ()],
+                    "verdicts": _verdicts_not_measured(criteria, impossible),
+                },
+                label=impossible,
+            )
         blocked = _degraded_stages(response)
         if blocked is not None:
             why, stages = blocked
@@ -218,15 +233,22 @@ class QualityCheck:
         )
 
 
+def _impossible_census(response: SubjectResponse) -> str | None:
+    """Why the workflow's stage censuses cannot be true (a stage twice, one missing), or None."""
+    if response.stages is None:
+        return None
+    try:
+        validate_stage_set(response.stages, MODEL_STAGES)
+    except ImpossibleCensusError as exc:
+        return f"the workflow reported an impossible attempt census ({exc})"
+    return None
+
+
 def _degraded_stages(response: SubjectResponse) -> tuple[str, list[dict[str, Any]]] | None:
     """Why the quality observation must fail closed, with the census, or None when it may count."""
     if response.stages is None:
         return None
     census = [s.to_dict() for s in response.stages]
-    try:
-        validate_stage_set(response.stages, MODEL_STAGES)
-    except ImpossibleCensusError as exc:
-        return f"the workflow reported an impossible attempt census ({exc})", census
     degraded = [s for s in response.stages if not s.status.keeps_quality_measurable]
     if not degraded:
         return None
