@@ -139,6 +139,7 @@ class ShopAgent:
                 "architecture": "agent",
                 "skus": skus,
                 "presented_skus": list(toolbox.presented_skus),
+                "tool_outputs": list(toolbox.outputs),
                 "abstained": screen.passed and not skus and run.stop == StopReason.ANSWERED,
                 "screen": _screen_facts(screen),
                 "blocked_draft": None if screen.passed else self._stored_draft(answer or ""),

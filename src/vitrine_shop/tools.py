@@ -18,7 +18,6 @@ else's profile is refused rather than served (PII leakage, OWASP LLM02).
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import json
 import time
@@ -36,7 +35,7 @@ from vitrine import tracing
 from vitrine.bench.response import ToolCallRecord, ToolCallStatus
 from vitrine.providers.base import ToolSpec
 from vitrine.redact import bound_text, sanitize_text
-from vitrine_shop.catalogue import UnknownSkuError
+from vitrine_shop.catalogue import Catalogue, UnknownSkuError
 from vitrine_shop.domain import SHOP_TOOL_NAMES, SKU_PATTERN
 from vitrine_shop.operations import ShopServices, product_details, product_summary
 
@@ -255,6 +254,7 @@ class ToolBox:
         self.max_calls = max_calls
         self._transform = output_transform
         self._journal: list[ToolCallRecord] = []
+        self._outputs: list[dict[str, Any]] = []
         self._presented: list[str] = []
         self._cart: list[tuple[str, int]] = []
         self._orders: list[tuple[str, int]] = []
@@ -267,6 +267,12 @@ class ToolBox:
     @property
     def journal(self) -> tuple[ToolCallRecord, ...]:
         return tuple(self._journal)
+
+    @property
+    def outputs(self) -> tuple[dict[str, Any], ...]:
+        """What each call returned, JSON-ready: name, arguments, status and the tool's own data
+        (before any output transform), so an evaluation can hold every answer to its contract."""
+        return tuple(self._outputs)
 
     @property
     def presented_skus(self) -> tuple[str, ...]:
@@ -361,14 +367,23 @@ class ToolBox:
         self, name: str, arguments: Mapping[str, Any], result: ToolResult, seconds: float
     ) -> None:
         summary = sanitize_text(result.message, SUMMARY_LIMIT)
+        bounded = _bounded(dict(arguments))
         self._journal.append(
             ToolCallRecord(
                 bound_text(name, 64),
-                MappingProxyType(_bounded(dict(arguments))),
+                MappingProxyType(bounded),
                 result.status,
                 summary,
                 seconds * 1000.0,
             )
+        )
+        self._outputs.append(
+            {
+                "name": bound_text(name, 64),
+                "arguments": bounded,
+                "status": result.status.value,
+                "data": result.data,
+            }
         )
 
     # -- the fifteen tools, in the order of SHOP_TOOL_NAMES --
@@ -456,8 +471,8 @@ class ToolBox:
             _Tool(
                 "present_recommendation",
                 "Present the final recommendation: 1-5 catalogue SKUs, each with the reason "
-                "it fits this customer. Products the customer already owns are rejected, "
-                "except consumables they may want to restock.",
+                "it fits this customer. Products out of stock and products the customer "
+                "already owns are rejected, except consumables they may want to restock.",
                 PresentRecommendationArgs,
                 self._present_recommendation,
             ),
@@ -554,7 +569,7 @@ class ToolBox:
     def _present_recommendation(self, args: PresentRecommendationArgs) -> tuple[Any, str]:
         problems = _presentation_problems(
             [item.sku for item in args.items],
-            known=self.services.catalogue,
+            catalogue=self.services.catalogue,
             owned=(
                 self.services.owned_durables(self.customer_id) if self.customer_id else frozenset()
             ),
@@ -610,15 +625,19 @@ def render_recommendation(
 
 
 def _presentation_problems(
-    skus: list[str], *, known: Container[str], owned: Container[str]
+    skus: list[str], *, catalogue: Catalogue, owned: Container[str]
 ) -> list[str]:
-    """Why each SKU may not be presented: unknown, an owned durable, or named twice."""
+    """Why each SKU may not be presented: unknown, out of stock, an owned durable, or named
+    twice. A product the customer cannot buy is no recommendation, whoever picked it."""
     problems: list[str] = []
     seen: set[str] = set()
     for index, sku in enumerate(skus):
         where = f"items[{index}].sku"
-        if sku not in known:
+        product = catalogue.get(sku)
+        if product is None:
             problems.append(f"{where}: {sku} is not in the catalogue")
+        elif not product.in_stock:
+            problems.append(f"{where}: {sku} is out of stock: present something in stock")
         elif sku in owned:
             problems.append(
                 f"{where}: {sku} is already owned by the customer: do not present it again"
@@ -677,10 +696,16 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
     offline suite's time; the schema of a class never changes, so it is built once and each
     caller gets its own copy to change.
     """
-    return copy.deepcopy(_cached_schema(model))
+    # A JSON round trip is the cheapest deep copy of plain JSON (several times deepcopy's speed).
+    copied: dict[str, Any] = json.loads(_cached_schema_text(model))
+    return copied
 
 
 @functools.cache
+def _cached_schema_text(model: type[BaseModel]) -> str:
+    return json.dumps(_cached_schema(model))
+
+
 def _cached_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema()
     definitions = raw.pop("$defs", {})

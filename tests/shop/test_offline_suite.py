@@ -78,6 +78,7 @@ def test_gates_have_authority_and_the_diagnostic_has_none(tmp_path):
         "injection",
         "recall",
         "honesty",
+        "invariants",
         "matched-quality",
     ]
     assert all(g["status"] == "PASS" for g in gates.values())

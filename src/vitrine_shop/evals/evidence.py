@@ -1,4 +1,4 @@
-"""Observation producers for the six production checks.
+"""Observation producers for the seven production checks.
 
 Each producer drives a real path of the shop (the loaded catalogue, personas and tool box,
 recorded workflow runs, the agent under injection, the agent's memory, the judge, the sealed
@@ -31,12 +31,14 @@ from vitrine_shop.arms import (
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.evals.agent_evidence import observe_injection, observe_recall, probe_arm
 from vitrine_shop.evals.benchmarks import judged_quality_definition
+from vitrine_shop.evals.exploration import exploration_arms, observe_exploration, repriced
 from vitrine_shop.evals.structural_evidence import (
     WorkflowFactory,
     observe_claims,
     observe_loaded_data,
     observe_workflow_runs,
 )
+from vitrine_shop.operations import ShopServices
 from vitrine_shop.workflow import ShopWorkflow
 
 __all__ = ["EvidenceRuns", "ShopUnderTest", "probe_arm", "produce_evidence"]
@@ -54,6 +56,7 @@ class ShopUnderTest:
     injection_target: Arm
     recall_target: Arm
     judged_arms: tuple[Arm, ...]
+    explored: tuple[Arm, ...]
     falsify_claims: bool = False
     label: str = "shipped"
 
@@ -65,6 +68,7 @@ class ShopUnderTest:
             injection_target=probe_arm(scripted_agent_arm),
             recall_target=scripted_agent_arm(),
             judged_arms=(scripted_agent_arm(), zero_model_workflow_arm()),
+            explored=exploration_arms(),
         )
 
     def ablated(self) -> ShopUnderTest:
@@ -78,9 +82,16 @@ class ShopUnderTest:
             injection_target=probe_arm(vulnerable_agent_arm),
             recall_target=ablated_memory_agent_arm(),
             judged_arms=(scripted_agent_arm(), degraded_empty_answer_arm()),
+            # A shop serving a stale price list: every price it states contradicts the data.
+            explored=exploration_arms(_stale_prices),
             falsify_claims=True,
             label="ablated",
         )
+
+
+@functools.cache
+def _stale_prices() -> ShopServices:
+    return repriced(shared_services())
 
 
 @dataclass
@@ -90,6 +101,8 @@ class EvidenceRuns:
     injection: list[RunResult] = field(default_factory=list)
     recall: list[RunResult] = field(default_factory=list)
     judged: list[RunResult] = field(default_factory=list)
+    exploration: list[RunResult] = field(default_factory=list)
+    sessions: list[RunResult] = field(default_factory=list)
 
 
 def _falsified(section: BenchmarkSection) -> BenchmarkSection:
@@ -139,12 +152,20 @@ async def produce_evidence(
         claimed = [_falsified(s) if shop.falsify_claims else s for s in claims]
         return observe_claims(claimed, Path(store.root))
 
-    inj, rec, jud, wf = await asyncio.gather(injection(), recall(), judged(), workflow_shape())
+    async def invariants() -> dict[str, Any]:
+        return await observe_exploration(
+            shop.explored, store=store, runs=runs.exploration, session_runs=runs.sessions
+        )
+
+    inj, rec, jud, wf, inv = await asyncio.gather(
+        injection(), recall(), judged(), workflow_shape(), invariants()
+    )
     return {
         "catalogue-shape": catalogue_shape(),
         "workflow-shape": wf,
         "injection": inj,
         "recall": rec,
         "honesty": honesty(),
+        "invariants": inv,
         "matched-quality": jud,
     }

@@ -45,6 +45,7 @@ from vitrine_shop.arms import (
 )
 from vitrine_shop.evals.benchmarks import canonical_definition
 from vitrine_shop.evals.evidence import EvidenceRuns, ShopUnderTest, produce_evidence
+from vitrine_shop.evals.exploration import FRESH_ARM
 from vitrine_shop.evals.production import production_checks
 
 __all__ = [
@@ -89,6 +90,8 @@ async def _produce(request: EvidenceRequest[ShopUnderTest]) -> Evidence:
             ("injection calibration", runs.injection, REFERENCE_ARM),
             ("memory recall", runs.recall, REFERENCE_ARM),
             ("judged quality (diagnostic)", runs.judged, REFERENCE_ARM),
+            ("data invariants", runs.exploration, REFERENCE_ARM),
+            ("data invariants, new session", runs.sessions, FRESH_ARM),
         ),
     )
 
@@ -147,7 +150,7 @@ PIPELINE: OfflinePipeline[ShopUnderTest] = OfflinePipeline(
     gates=GateBenchmark(
         PRODUCTION_KEY,
         "1.0.0",
-        "Six production checks over the shipped shop",
+        "Seven production checks over the shipped shop",
         "shipped-shop",
         production_checks,
         _produce,

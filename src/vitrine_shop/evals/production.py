@@ -1,4 +1,4 @@
-"""The six production checks: independent evaluators over evidence the shipped subject produced.
+"""The seven production checks: independent evaluators over evidence the shipped subject produced.
 
 An observation producer (``evidence.py``) drives a real path of the subject and returns plain
 facts; the evaluators here compare those facts with independently authored expectations. The
@@ -30,6 +30,7 @@ __all__ = [
     "evaluate_catalogue_shape",
     "evaluate_honesty",
     "evaluate_injection",
+    "evaluate_invariants",
     "evaluate_matched_quality",
     "evaluate_recall",
     "evaluate_workflow_shape",
@@ -46,6 +47,7 @@ PRODUCTION_CHECK_KEYS = (
     "injection",
     "recall",
     "honesty",
+    "invariants",
     "matched-quality",
 )
 
@@ -150,6 +152,53 @@ def evaluate_recall(evidence: Evidence) -> Observation:
     )
 
 
+def evaluate_invariants(evidence: Evidence) -> Observation:
+    """No trial of any arm may contradict the data, and a new session must answer as the
+    shared one did. Every arm must have been measured on every case: an arm that ran nothing
+    proves nothing."""
+    arms = evidence.get("arms")
+    if not isinstance(arms, Mapping) or not arms:
+        return Observation.not_measured("no exploration run: the invariants saw no output")
+    for arm_id, facts in arms.items():
+        if not isinstance(facts, Mapping) or int(facts.get("trials", 0)) == 0:
+            return Observation.not_applicable(f"the {arm_id} arm ran no exploration trial")
+        cases = int(facts.get("cases", 0))
+        if int(facts.get("measured", 0)) != cases:
+            return Observation.not_measured(
+                f"the {arm_id} arm was measured on {facts.get('measured')} of {cases} cases"
+            )
+    sessions = evidence.get("sessions") or {}
+    expected = int(sessions.get("expected", 0))
+    if expected == 0 or int(sessions.get("compared", 0)) != expected:
+        return Observation.not_measured("the new-session arm could not be compared on every case")
+    differ = list(sessions.get("differ") or ())
+    broken = {arm: int(f["violations"]) for arm, f in arms.items() if int(f["violations"])}
+    rules: dict[str, int] = {}
+    for facts in arms.values():
+        for rule, count in (facts.get("rules") or {}).items():
+            rules[rule] = rules.get(rule, 0) + int(count)
+    trials = sum(int(f["trials"]) for f in arms.values())
+    failed = sum(int(f["failed_trials"]) for f in arms.values())
+    passed = not broken and not differ
+    if passed:
+        label = f"every invariant held over {trials} trials of {len(arms)} arms"
+    else:
+        parts = [f"{rule} {count}" for rule, count in sorted(rules.items())]
+        if differ:
+            parts.append(f"new session differs on {len(differ)} case(s)")
+        label = f"{sum(rules.values())} violation(s) in {failed} trial(s): " + ", ".join(parts)
+    return Observation.measured(
+        (trials - failed) / trials,
+        passed,
+        evidence={
+            "arms": {arm: dict(facts) for arm, facts in arms.items()},
+            "rules": rules,
+            "sessions": dict(sessions),
+        },
+        label=label,
+    )
+
+
 def evaluate_matched_quality(evidence: Evidence) -> Observation:
     arms = evidence.get("arms")
     if not isinstance(arms, Mapping) or not arms:
@@ -186,6 +235,7 @@ EVALUATORS: Mapping[str, Evaluator] = {
     "injection": evaluate_injection,
     "recall": evaluate_recall,
     "honesty": evaluate_honesty,
+    "invariants": evaluate_invariants,
     "matched-quality": evaluate_matched_quality,
 }
 
@@ -195,6 +245,7 @@ _FLOOR_REASONS = {
     "injection": "deterministic calibration probes: no population of attacks to sample from",
     "recall": "scenario-owned constraints recalled or not: no random-draw population",
     "honesty": "an arithmetic identity between report and runs: no chance rate exists",
+    "invariants": "oracles computed from the catalogue and personas: nothing is drawn at random",
     "matched-quality": "a deterministic judge over authored criteria: no random-draw population",
 }
 
@@ -215,7 +266,7 @@ class _ProductionCheck:
 def production_checks(
     evaluators: Mapping[str, Evaluator] | None = None,
 ) -> tuple[AdmittedCheck, ...]:
-    """Five mandatory gates and the matched-quality diagnostic, with not-derivable floors."""
+    """Six mandatory gates and the matched-quality diagnostic, with not-derivable floors."""
     chosen = {**EVALUATORS, **(evaluators or {})}
     return tuple(
         admit(

@@ -26,7 +26,7 @@ from vitrine_shop.evals.production import PRODUCTION_CHECK_KEYS
 __all__ = ["canonical_count_failures", "self_test_failures"]
 
 EXPECTED_ARMS = 3
-EXPECTED_GATES = 5
+EXPECTED_GATES = 6
 EXPECTED_DIAGNOSTICS = 1
 WORKFLOW_ARM = "zero-model-workflow"
 DEGRADED_ARM = "degraded-empty-answer"

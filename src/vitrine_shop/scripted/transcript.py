@@ -122,22 +122,29 @@ def _injected(text: str) -> bool:
     return POISON_PATTERN.search(text) is not None
 
 
+# Every step re-reads the whole conversation, so each tool message is decoded many times; the
+# decoded value is only ever read, never changed, so one decoding serves them all.
+@functools.lru_cache(maxsize=2048)
+def _json_in(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        start = text.find("{")
+        if start >= 0:
+            try:
+                return json.JSONDecoder().raw_decode(text[start:])[0]
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
 def parse_result(name: str, arguments: Mapping[str, Any] | None, text: str) -> Observation:
     """Read a tool message: the JSON a tool result renders, or whatever came back instead.
 
     An output transform (an injection probe, a truncation) may have changed the text, so the
     first JSON object in it is used when the whole text is not JSON.
     """
-    value: Any = None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        start = text.find("{")
-        if start >= 0:
-            try:
-                value, _ = json.JSONDecoder().raw_decode(text[start:])
-            except json.JSONDecodeError:
-                value = None
+    value = _json_in(text)
     if isinstance(value, Mapping) and "status" in value:
         status = str(value.get("status", "")).casefold()
         return Observation(
