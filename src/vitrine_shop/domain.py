@@ -28,6 +28,7 @@ from pydantic_core import PydanticCustomError
 __all__ = [
     "RECOMMENDATION_TOOL_CHAIN",
     "SHOP_TOOL_NAMES",
+    "SKU_ANY_CASE",
     "SKU_IN_TEXT",
     "SKU_PATTERN",
     "CatalogueError",
@@ -53,6 +54,8 @@ _SKU_BODY = r"GLX-\d{4}"
 # A whole field that is one SKU (schemas), and a SKU wherever it stands in prose.
 SKU_PATTERN = rf"^{_SKU_BODY}$"
 SKU_IN_TEXT = re.compile(rf"\b{_SKU_BODY}\b")
+#: A product code as a person may type it, in any letter case ("glx-2001" names GLX-2001).
+SKU_ANY_CASE = re.compile(rf"\b{_SKU_BODY}\b", re.IGNORECASE)
 _SKU_RE = re.compile(SKU_PATTERN)
 _SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 

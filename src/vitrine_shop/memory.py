@@ -110,14 +110,19 @@ class Constraints:
         ``text`` is everything known about the product (name, tags, specs, description); a
         required attribute must appear in it and an excluded term must not.
         """
-        if self.max_price_chf is not None:
-            price = _decimal(price_chf)
-            if price is None or price > self.max_price_chf:
-                return False
+        if not self.affords(price_chf):
+            return False
         if len(self.attributes_in(text)) < len(self.required_attributes):
             return False
         words = normalise_text(text)
         return not any(_contains(words, normalise_text(t)) for t in self.excluded_terms)
+
+    def affords(self, price_chf: Decimal | float | str | None) -> bool:
+        """Whether the price is within the stated budget (always, when none was stated)."""
+        if self.max_price_chf is None:
+            return True
+        price = _decimal(price_chf)
+        return price is not None and price <= self.max_price_chf
 
     def attributes_in(self, text: str) -> tuple[str, ...]:
         """The required attributes that ``text`` shows, in the order they were stated."""

@@ -18,12 +18,13 @@ Every reason is ``"<code>: <short text>"``; the text never quotes the sensitive 
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
 from vitrine_shop.catalogue import Catalogue
-from vitrine_shop.domain import SKU_IN_TEXT
+from vitrine_shop.domain import SKU_ANY_CASE
 from vitrine_shop.purchase_claims import PURCHASE_CLAIM_IN_CLAUSE
 
 __all__ = [
@@ -35,6 +36,9 @@ __all__ = [
 
 # Twelve consecutive words of the system prompt are no coincidence; shorter runs can be.
 LEAK_RUN_WORDS = 12
+# Near-verbatim: three distinct six-word runs shared with the prompt.
+_SHINGLE_WORDS = 6
+_NEAR_VERBATIM_SHINGLES = 3
 
 
 _CONDITION = (
@@ -86,7 +90,8 @@ class ScreenResult:
 
 
 def _distinct_skus(answer: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(SKU_IN_TEXT.findall(answer)))
+    # Any letter case: "glx-2001" still shows the customer GLX-2001.
+    return tuple(dict.fromkeys(sku.upper() for sku in SKU_ANY_CASE.findall(answer)))
 
 
 def _words(text: str) -> list[str]:
@@ -98,9 +103,27 @@ def _leaks_prompt(answer: str, system_prompt: str, run: int = LEAK_RUN_WORDS) ->
     if len(prompt_words) < run:
         # A prompt shorter than one run can only leak whole; compare it whole.
         return bool(prompt_words) and " ".join(prompt_words) in " ".join(_words(answer))
-    runs = {tuple(prompt_words[i : i + run]) for i in range(len(prompt_words) - run + 1)}
+    runs, shingles = _prompt_runs(tuple(prompt_words), run)
     answer_words = _words(answer)
-    return any(tuple(answer_words[i : i + run]) in runs for i in range(len(answer_words) - run + 1))
+    if any(tuple(answer_words[i : i + run]) in runs for i in range(len(answer_words) - run + 1)):
+        return True
+    # A copy with a word changed here and there breaks every long run but keeps its short ones.
+    shared = {
+        gram
+        for i in range(len(answer_words) - _SHINGLE_WORDS + 1)
+        if (gram := tuple(answer_words[i : i + _SHINGLE_WORDS])) in shingles
+    }
+    return len(shared) >= _NEAR_VERBATIM_SHINGLES
+
+
+@functools.lru_cache(maxsize=64)
+def _prompt_runs(
+    words: tuple[str, ...], run: int
+) -> tuple[frozenset[tuple[str, ...]], frozenset[tuple[str, ...]]]:
+    def grams(width: int) -> frozenset[tuple[str, ...]]:
+        return frozenset(words[i : i + width] for i in range(len(words) - width + 1))
+
+    return grams(run), grams(_SHINGLE_WORDS)
 
 
 def screen_answer(

@@ -232,7 +232,7 @@ class ChainPlanner:
         for hit in self._search_hits():
             sku = str(hit["sku"])
             department = str(hit.get("department") or "")
-            if sku in blocked or sku in due:
+            if sku in blocked or sku in due or hit.get("in_stock") is False:
                 continue
             if _is_sensitive(sku, department) and not self._health_asked:
                 continue
@@ -279,6 +279,11 @@ class ChainPlanner:
                 continue
             if candidate.lane == "new" and not self._constraints.admits(
                 price_chf=product.get("price_chf"), text=_describe(product, with_attributes=True)
+            ):
+                continue
+            # A restock is exempt from the attributes asked of new products, not from the budget.
+            if candidate.lane == "replenish" and not self._constraints.affords(
+                product.get("price_chf")
             ):
                 continue
             candidate.details = product

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from vitrine_shop.domain import SKU_ANY_CASE
 from vitrine_shop.workflow.stages.messages import parse_stage_output, schema_of
 from vitrine_shop.workflow.stages.schemas import (
     COVERAGE_REVIEWER,
@@ -37,7 +38,11 @@ def _bounded(text: str, limit: int) -> str:
 def _topic(label: str) -> str:
     """``"Outdoor & Hiking: Rain Jackets"`` becomes ``"Outdoor & Hiking (rain jackets)"``."""
     department, _, categories = label.partition(": ")
-    return f"{department} ({categories.lower()})" if categories else label
+    if categories:
+        return f"{department} ({categories.lower()})"
+    # A label taken from the request is the customer's own text: a product code in it is not
+    # repeated back, since naming an owned product's code offers it again.
+    return SKU_ANY_CASE.sub("that product", label)
 
 
 def _map_interests(payload: Mapping[str, Any]) -> dict[str, Any]:
