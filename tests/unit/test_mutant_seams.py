@@ -390,6 +390,21 @@ def test_the_matrix_names_the_prompt_rule_and_threshold_no_check_sees(generated_
     assert "Seam coverage" in html and "<code>rule 2</code>" in html
 
 
+def test_a_version_1_matrix_without_seams_still_reads(generated_run, tmp_path):
+    matrix, _ = generated_run
+    data = json.loads(matrix.model_dump_json())
+    for key in ("generated_killed", "generated_total", "coverage"):
+        del data[key]
+    for row in data["mutants"]:
+        for key in ("generated", "seam_kind", "seam_target", "operator"):
+            del row[key]
+    path = tmp_path / "matrix.json"
+    path.write_text(json.dumps({**data, "schema_version": 1}))
+    old = load_matrix(path)
+    assert (old.schema_version, old.generated_total, old.coverage) == (2, 0, [])
+    assert [row.id for row in old.mutants] == [row.id for row in matrix.mutants]
+
+
 def test_generate_list_prints_the_generated_mutants_without_running(tmp_path, capsys):
     assert main(["--suite", SUITE, "--generate", "--list"]) == 0
     out = capsys.readouterr().out
@@ -413,6 +428,7 @@ def test_a_mutant_whose_tests_do_not_resolve_is_not_measured_with_its_reason_on_
     reason = "its tests tests/fixtures/mutants/probe_service.py are not found from the working"
     assert f"mutants: relative-probe not measured: {reason}" in err
     assert reason in " ".join(out.split())
+    assert "expected but not seen" not in out  # it never ran, so nothing was unseen
     (session,) = (tmp_path / "mutants").iterdir()
     (row,) = load_matrix(session / "matrix.json").mutants
     assert (row.outcome, row.exit_code) == ("not measured", None)

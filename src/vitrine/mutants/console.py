@@ -54,7 +54,8 @@ def render_matrix_console(matrix: MutantMatrix, console: Console) -> None:
             )
         )
     for row in matrix.mutants:
-        if row.expected_not_seen:
+        # Unmeasured is not unseen: a mutant that never ran saw nothing either way.
+        if row.expected_not_seen and row.outcome in ("killed", "survived"):
             console.print(
                 Text.assemble(
                     ("expected but not seen: ", "yellow"),
