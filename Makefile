@@ -8,10 +8,15 @@ STAMP := $(VENV)/.installed-stamp
 
 CORE_STAMP := $(VENV)/.core-stamp
 
+# llama.cpp is compiled for a portable x86-64 (AVX2) target rather than the build machine's own
+# instruction set: a native build picks AMX and AVX-512 kernels from what the CPU reports, and on
+# virtual machines that report them without enabling them the first decode crashes (SIGSEGV).
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[all]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e '.[all]'
 	touch $(STAMP) $(CORE_STAMP)
 
 # The offline suite needs only the core: the shop's scripted queries ship with their vectors,

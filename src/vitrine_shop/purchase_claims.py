@@ -24,7 +24,7 @@ _SENTENCE_GAP = r"[^.!?\n]{0,60}"
 # their way, money taken. Each says something happened that the assistant cannot do.
 _DONE_DEEDS = (
     r"\b(?:i|we)(?:'ve| have| just| already)*\s+(?:(?:gone|went) ahead and\s+)?"
-    r"(?:ordered|bought|purchased|paid for|checked out)\b"
+    r"(?:ordered|bought|purchased|paid for|checked out)\b(?!\s+(?:nothing|none|no\b|anything))"
     r"|\b(?:is|are|has been|have been)\s+(?:now\s+)?(?:in|added to)\s+your\s+(?:cart|basket)\b"
     r"|\bon (?:its|their) way to you\b"
     r"|\b(?:ships|ship|shipping|arrives?|delivered)\s+(?:today|tomorrow|shortly)\b"

@@ -8,12 +8,16 @@ when it is on and the architecture's answer when it is off.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from vitrine.pytest_plugin import ChatClient, Metrics
+from vitrine.pytest_plugin import ChatClient, ChatSession, Metrics, Transcript
 from vitrine_shop.catalogue import Catalogue, load_catalogue
+from vitrine_shop.conversation import ShopRequest
+from vitrine_shop.evals.invariants import answer_violations
 from vitrine_shop.interests import derive_interest_map
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
 
@@ -87,9 +91,53 @@ def front_desk_on(vitrine_service: ChatClient) -> bool:
     return str(assistant.get("front_desk", "on")) != "off"
 
 
+class InvariantChat:
+    """The service client, keeping every conversation so that each final answer can be held
+    to the shop's data invariants after the test, whatever the test itself asserted."""
+
+    def __init__(self, client: ChatClient) -> None:
+        self._client = client
+        self.transcripts: list[Transcript] = []
+
+    def __call__(self, persona_id: str | None, *messages: str) -> Transcript:
+        if not messages:
+            raise ValueError("send at least one message: an empty conversation tests nothing")
+        session = self.session(persona_id)
+        for message in messages:
+            session.send(message)
+        return session.transcript
+
+    def session(self, persona_id: str | None) -> ChatSession:
+        session = self._client.session(persona_id)
+        self.transcripts.append(session.transcript)
+        return session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def violations(self) -> list[str]:
+        found = []
+        for transcript in self.transcripts:
+            sent: list[str] = []
+            for turn in transcript.turns:
+                sent.append(turn.message)
+                if turn.final is None:
+                    continue
+                request = ShopRequest(transcript.persona_id, tuple(sent))
+                found += [
+                    f"turn {len(sent)} ({turn.layer}): {v.rule}: {v.detail}"
+                    for v in answer_violations(turn.answer, request)
+                ]
+        return found
+
+
 @pytest.fixture
-def chat(vitrine_chat: ChatClient) -> ChatClient:
-    return vitrine_chat
+def chat(vitrine_chat: ChatClient) -> Iterator[InvariantChat]:
+    checked = InvariantChat(vitrine_chat)
+    yield checked
+    violations = checked.violations()
+    if violations:
+        pytest.fail("the answers contradict the shop's data: " + "; ".join(violations[:5]))
 
 
 @pytest.fixture
