@@ -62,6 +62,7 @@ __all__ = [
     "RepeatOwnedModel",
     "ShopAssistant",
     "create_assistant",
+    "in_process_assistant",
 ]
 
 ARCHITECTURES = ("agent", "workflow")
@@ -207,6 +208,18 @@ class ShopAssistant:
         if self.options.regress == REPEAT_OWNED and persona_id is not None:
             return RepeatOwnedModel(model, services, persona_id, user_turns)
         return model
+
+
+def in_process_assistant(options: ServiceOptions, services: ShopServices) -> ShopAssistant:
+    """The assistant as ``vitrine serve`` runs it, ready at once over ``services``, for an
+    evaluation that drives it in this process (scripted provider only: nothing to warm)."""
+    if options.provider != "scripted":
+        raise ValueError("an in-process assistant runs the scripted provider only")
+    assistant = create_assistant(options)
+    assistant._services = services
+    desk = FrontDesk(services.catalogue, catalogue_vocabulary(services.catalogue))
+    assistant._desk = desk if options.front_desk else None
+    return assistant
 
 
 def _load() -> tuple[ShopServices, FrontDesk, frozenset[str]]:

@@ -15,7 +15,12 @@ import pytest
 
 from vitrine_shop import memory, operations, screen, tools
 from vitrine_shop.conversation import ShopRequest
-from vitrine_shop.evals.exploration import exploration_arms, exploration_cases
+from vitrine_shop.evals.exploration import (
+    exploration_arms,
+    exploration_cases,
+    exploration_definition,
+    session_definition,
+)
 from vitrine_shop.evals.invariants import (
     answer_violations,
     claims_purchase,
@@ -236,9 +241,8 @@ def test_an_interest_map_cached_for_every_customer_changes_a_new_sessions_answer
 
         with tempfile.TemporaryDirectory() as root:
             shared, *_, fresh = exploration_arms()
-            return await observe_exploration(
-                (shared, fresh), store=RunStore(root), runs=[], session_runs=[]
-            )
+            plan = ((exploration_definition(), shared), (session_definition(), fresh))
+            return await observe_exploration(plan, store=RunStore(root), runs=[], session_runs=[])
 
     try:
         evidence = asyncio.run(run())

@@ -31,7 +31,15 @@ from vitrine_shop.arms import (
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.evals.agent_evidence import observe_injection, observe_recall, probe_arm
 from vitrine_shop.evals.benchmarks import judged_quality_definition
-from vitrine_shop.evals.exploration import exploration_arms, observe_exploration, repriced
+from vitrine_shop.evals.desk_exploration import DESK_KEY
+from vitrine_shop.evals.exploration import (
+    EXPLORATION_KEY,
+    SESSION_KEY,
+    Plan,
+    exploration_plan,
+    observe_exploration,
+    repriced,
+)
 from vitrine_shop.evals.structural_evidence import (
     WorkflowFactory,
     observe_claims,
@@ -56,7 +64,7 @@ class ShopUnderTest:
     injection_target: Arm
     recall_target: Arm
     judged_arms: tuple[Arm, ...]
-    explored: tuple[Arm, ...]
+    explored: Plan
     falsify_claims: bool = False
     label: str = "shipped"
 
@@ -68,7 +76,7 @@ class ShopUnderTest:
             injection_target=probe_arm(scripted_agent_arm),
             recall_target=scripted_agent_arm(),
             judged_arms=(scripted_agent_arm(), zero_model_workflow_arm()),
-            explored=exploration_arms(),
+            explored=exploration_plan(),
         )
 
     def ablated(self) -> ShopUnderTest:
@@ -83,7 +91,7 @@ class ShopUnderTest:
             recall_target=ablated_memory_agent_arm(),
             judged_arms=(scripted_agent_arm(), degraded_empty_answer_arm()),
             # A shop serving a stale price list: every price it states contradicts the data.
-            explored=exploration_arms(_stale_prices),
+            explored=exploration_plan(_stale_prices),
             falsify_claims=True,
             label="ablated",
         )
@@ -103,6 +111,7 @@ class EvidenceRuns:
     judged: list[RunResult] = field(default_factory=list)
     exploration: list[RunResult] = field(default_factory=list)
     sessions: list[RunResult] = field(default_factory=list)
+    desk: list[RunResult] = field(default_factory=list)
 
 
 def _falsified(section: BenchmarkSection) -> BenchmarkSection:
@@ -153,9 +162,8 @@ async def produce_evidence(
         return observe_claims(claimed, Path(store.root))
 
     async def invariants() -> dict[str, Any]:
-        return await observe_exploration(
-            shop.explored, store=store, runs=runs.exploration, session_runs=runs.sessions
-        )
+        kept = {EXPLORATION_KEY: runs.exploration, SESSION_KEY: runs.sessions, DESK_KEY: runs.desk}
+        return await observe_exploration(shop.explored, store=store, runs=kept)
 
     inj, rec, jud, wf, inv = await asyncio.gather(
         injection(), recall(), judged(), workflow_shape(), invariants()

@@ -20,9 +20,8 @@ carried over), whose answers must equal the shared arm's word for word.
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -46,7 +45,12 @@ from vitrine_shop.arms import shared_services
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona
-from vitrine_shop.evals.invariants import World, response_violations
+from vitrine_shop.evals.desk_exploration import (
+    ServicesFactory,
+    desk_definition,
+    served_assistant_arm,
+)
+from vitrine_shop.evals.invariants import INVARIANT_CHECK, World, invariant_observation
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.scripted.explorer import ExplorativeShopModel
@@ -64,7 +68,6 @@ __all__ = [
 
 EXPLORATION_KEY = "vitrine-exploration"
 SESSION_KEY = "vitrine-new-session"
-INVARIANT_CHECK = "data-invariants"
 EXPLORER_SEED = 0
 SHARED_ARM = "scripted-agent"
 FRESH_ARM = "scripted-agent-new-session"
@@ -195,30 +198,9 @@ def exploration_cases() -> tuple[Case, ...]:
 # -- the check --------------------------------------------------------------------------------
 
 
-def _answer_digest(answer: str) -> str:
-    return hashlib.sha256(answer.encode()).hexdigest()[:16]
-
-
 async def _invariants(case: Case, response: SubjectResponse) -> Observation:
     """Every invariant over this trial's answer and tool results; passed when none is broken."""
-    if response.answer is None:
-        return Observation.not_measured(
-            "the subject returned no answer: nothing to hold to the data"
-        )
-    request = ShopRequest.from_case_input(case.input)
-    violations = response_violations(response, request)
-    return Observation.measured(
-        0.0 if violations else 1.0,
-        not violations,
-        evidence={
-            "violations": [v.to_dict() for v in violations[:_EXAMPLES]],
-            "count": len(violations),
-            "rules": dict(Counter(v.rule for v in violations)),
-            "answer_digest": _answer_digest(response.answer),
-            "tool_outputs": len(response.structured.get("tool_outputs") or ()),
-        },
-        label=f"{len(violations)} violation(s)" if violations else "every invariant held",
-    )
+    return invariant_observation(case, response)
 
 
 def _invariant_check() -> AdmittedCheck:
@@ -258,8 +240,6 @@ def session_definition() -> BenchmarkDefinition:
 
 # -- arms -------------------------------------------------------------------------------------
 
-ServicesFactory = Callable[[], ShopServices]
-
 
 def _agent_arm(arm_id: str, services: ServicesFactory, explore: bool) -> Arm:
     async def subject(case: Case) -> SubjectResponse:
@@ -298,6 +278,20 @@ def exploration_arms(services: ServicesFactory = shared_services) -> tuple[Arm, 
     )
 
 
+Plan = tuple[tuple[BenchmarkDefinition, Arm], ...]
+
+
+def exploration_plan(services: ServicesFactory = shared_services) -> Plan:
+    """What the invariants gate runs: the exploration benchmark on the three shared-session
+    arms, the new-session benchmark on fresh services, the front desk on the served assistant."""
+    *explorers, fresh = exploration_arms(services)
+    return (
+        *((exploration_definition(), arm) for arm in explorers),
+        (session_definition(), fresh),
+        (desk_definition(), served_assistant_arm(services)),
+    )
+
+
 def repriced(services: ShopServices, by: Decimal = Decimal("5")) -> ShopServices:
     """The shop over a stale price list: every price off by ``by``, vectors unchanged (prices
     are not embedded). The self-test's ablation: every stated price now contradicts the data."""
@@ -314,7 +308,7 @@ def repriced(services: ShopServices, by: Decimal = Decimal("5")) -> ShopServices
 
 
 def _arm_facts(run: RunResult) -> dict[str, Any]:
-    rows = run.rows_for(INVARIANT_CHECK)
+    rows = run.rows  # one check per benchmark of the plan: the invariants, or the desk's
     measured = [r for r in rows if r.observation.is_measured]
     rules: Counter[str] = Counter()
     examples: list[dict[str, str]] = []
@@ -337,31 +331,25 @@ def _arm_facts(run: RunResult) -> dict[str, Any]:
 def _digests(run: RunResult) -> dict[str, str]:
     return {
         r.case_id: str(r.observation.evidence.get("answer_digest"))
-        for r in run.rows_for(INVARIANT_CHECK)
+        for r in run.rows
         if r.observation.is_measured
     }
 
 
 async def observe_exploration(
-    arms: Sequence[Arm],
-    *,
-    store: RunStore,
-    runs: list[RunResult],
-    session_runs: list[RunResult],
+    plan: Plan, *, store: RunStore, runs: Mapping[str, list[RunResult]]
 ) -> dict[str, Any]:
-    """Run the exploration benchmark on every arm but the last, and the new-session benchmark
-    on the last; per-arm violation counts and the session relation."""
+    """Run every (benchmark, arm) of the plan; per-arm violation counts and the session
+    relation (the new-session arm's answers against the shared arm's). Each run is kept in
+    ``runs`` under its benchmark's key, so reports show each benchmark as its own section."""
     facts: dict[str, Any] = {}
     digests: dict[str, Mapping[str, str]] = {}
-    *explorers, fresh_arm = arms
-    plan = [(exploration_definition(), arm, runs) for arm in explorers]
-    plan.append((session_definition(), fresh_arm, session_runs))
-    for definition, arm, kept in plan:
+    for definition, arm in plan:
         result = await run_benchmark(definition, arm, store=store)
-        kept.append(result)
+        runs[definition.key].append(result)
         facts[arm.arm_id] = {**_arm_facts(result), "cases": len(definition.cases)}
         digests[arm.arm_id] = _digests(result)
-    shared, fresh = digests.get(SHARED_ARM, {}), digests.get(fresh_arm.arm_id, {})
+    shared, fresh = digests.get(SHARED_ARM, {}), digests.get(FRESH_ARM, {})
     compared = sorted(set(shared) & set(fresh))
     return {
         "arms": facts,

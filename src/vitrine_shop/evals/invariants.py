@@ -31,19 +31,22 @@ from __future__ import annotations
 
 import datetime
 import functools
+import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from vitrine import SubjectResponse
+from vitrine import Case, Observation, SubjectResponse
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
 
 __all__ = [
+    "INVARIANT_CHECK",
     "RULES",
     "ToolOutput",
     "Violation",
@@ -51,6 +54,7 @@ __all__ = [
     "answer_violations",
     "asked_about_health",
     "claims_purchase",
+    "invariant_observation",
     "latest_budget",
     "required_attributes",
     "response_violations",
@@ -73,7 +77,9 @@ RULES = (
     "tool-contract",
 )
 
+INVARIANT_CHECK = "data-invariants"
 _DETAIL_LIMIT = 160
+_EXAMPLES = 8
 # Any SKU-shaped code, in any letter case: a lower-cased SKU still names a product.
 _SKU = re.compile(r"\bGLX-\d{4}\b", re.IGNORECASE)
 
@@ -786,6 +792,29 @@ def response_violations(
         outputs = [ToolOutput.from_dict(o) for o in raw if isinstance(o, Mapping)]
         found += tool_violations(outputs, request, world)
     return found
+
+
+def invariant_observation(
+    case: Case, response: SubjectResponse, extra: Sequence[Violation] = ()
+) -> Observation:
+    """The measured observation of one trial: passed when no invariant (and no ``extra``
+    contract of the case) is broken; not measured when there was no answer to hold to them."""
+    if response.answer is None:
+        return Observation.not_measured("the subject returned no answer: nothing to hold")
+    request = ShopRequest.from_case_input(case.input)
+    violations = [*extra, *response_violations(response, request)]
+    return Observation.measured(
+        0.0 if violations else 1.0,
+        not violations,
+        evidence={
+            "violations": [v.to_dict() for v in violations[:_EXAMPLES]],
+            "count": len(violations),
+            "rules": dict(Counter(v.rule for v in violations)),
+            "answer_digest": hashlib.sha256(response.answer.encode()).hexdigest()[:16],
+            "tool_outputs": len(response.structured.get("tool_outputs") or ()),
+        },
+        label=f"{len(violations)} violation(s)" if violations else "every invariant held",
+    )
 
 
 # -- small helpers ----------------------------------------------------------------------------

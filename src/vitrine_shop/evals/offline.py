@@ -44,6 +44,7 @@ from vitrine_shop.arms import (
     zero_model_workflow_arm,
 )
 from vitrine_shop.evals.benchmarks import canonical_definition
+from vitrine_shop.evals.desk_exploration import SERVED_ARM
 from vitrine_shop.evals.evidence import EvidenceRuns, ShopUnderTest, produce_evidence
 from vitrine_shop.evals.exploration import FRESH_ARM
 from vitrine_shop.evals.production import production_checks
@@ -92,6 +93,7 @@ async def _produce(request: EvidenceRequest[ShopUnderTest]) -> Evidence:
             ("judged quality (diagnostic)", runs.judged, REFERENCE_ARM),
             ("data invariants", runs.exploration, REFERENCE_ARM),
             ("data invariants, new session", runs.sessions, FRESH_ARM),
+            ("front desk contract", runs.desk, SERVED_ARM),
         ),
     )
 

@@ -124,7 +124,7 @@ def _search(rng: random.Random, ctx: _Context) -> dict[str, Any]:
         arguments["in_stock_only"] = True
     if rng.random() < 0.3:
         arguments["department"] = rng.choice(ctx.departments)
-    if rng.random() < 0.3:
+    if rng.random() < 0.3 and ctx.tags:  # a catalogue may carry no tags at all
         arguments["require_tags"] = [rng.choice(ctx.tags)]
     if rng.random() < 0.3:
         arguments["exclude_skus"] = rng.sample(ctx.skus, 3)
