@@ -251,6 +251,53 @@ def test_an_interest_map_cached_for_every_customer_changes_a_new_sessions_answer
     assert evidence["sessions"]["differ"], evidence["sessions"]
 
 
+def _desk_rules() -> Counter[str]:
+    from vitrine_shop.evals.desk_exploration import (
+        desk_cases,
+        desk_violations,
+        served_assistant_arm,
+    )
+    from vitrine_shop.evals.invariants import invariant_observation
+
+    async def run() -> Counter[str]:
+        arm = served_assistant_arm()
+        found: Counter[str] = Counter()
+        for case in desk_cases():
+            response = await arm.respond(case)
+            observation = invariant_observation(case, response, desk_violations(case, response))
+            found.update(observation.evidence.get("rules") or {})
+        return found
+
+    return asyncio.run(run())
+
+
+def test_the_front_desk_keeps_its_contract_in_every_letter_case():
+    assert _desk_rules() == Counter()
+
+
+def _desk_codes_upper_case_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine_shop import front_desk
+
+    monkeypatch.setattr(front_desk, "_PRODUCT_CODE", re.compile(r"\bGLX-[A-Z0-9]+\b"))
+
+
+def _desk_misses_cart_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine_shop import front_desk
+
+    original = front_desk.is_order_request
+    monkeypatch.setattr(
+        front_desk, "is_order_request", lambda message: "cart" not in message and original(message)
+    )
+
+
+@pytest.mark.parametrize(
+    "plant", [_desk_codes_upper_case_only, _desk_misses_cart_requests], ids=lambda p: p.__name__
+)
+def test_a_bug_planted_in_the_front_desk_breaks_its_contract(monkeypatch, plant):
+    plant(monkeypatch)
+    assert _desk_rules()["front-desk"] > 0
+
+
 # -- the oracles' own vocabulary --------------------------------------------------------------
 
 
