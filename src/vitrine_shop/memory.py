@@ -114,8 +114,12 @@ class Constraints:
             return False
         if len(self.attributes_in(text)) < len(self.required_attributes):
             return False
+        return not self.excludes(text)
+
+    def excludes(self, text: str) -> bool:
+        """Whether ``text`` names something the customer ruled out ("nothing from Kochwerk")."""
         words = normalise_text(text)
-        return not any(_contains(words, normalise_text(t)) for t in self.excluded_terms)
+        return any(_contains(words, normalise_text(t)) for t in self.excluded_terms)
 
     def affords(self, price_chf: Decimal | float | str | None) -> bool:
         """Whether the price is within the stated budget (always, when none was stated)."""

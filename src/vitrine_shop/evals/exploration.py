@@ -161,6 +161,11 @@ def _variants(persona: Persona, world: World) -> list[Case]:
         cases.append(
             _case(f"{pid}-attribute-last", ShopRequest(pid, turns), "constraint stated last")
         )
+    brands = Counter(p.brand for p in offered if p.stock_units > 0)
+    if brands:
+        brand = sorted(brands.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        asked = ShopRequest.single(pid, f"{_GENERIC} But nothing from {brand}, please.")
+        cases.append(_case(f"{pid}-brand-excluded", asked, "exclusion stated"))
     owned = sorted(persona.owned_skus)
     if owned:
         asked = ShopRequest.single(pid, f"What would go well with my {owned[0].lower()}?")

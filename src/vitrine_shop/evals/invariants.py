@@ -6,6 +6,7 @@ explorative model, the service), must be true of the shop's data:
 - ``in-stock``: the catalogue holds stock of it;
 - ``budget``: its catalogue price is within the customer's latest stated budget;
 - ``required-attribute``: it carries every attribute the customer said it must have;
+- ``excluded``: its name, brand or category is not one the customer ruled out;
 - ``owned-durable``: it is not a durable the customer already owns (consumables may be restocked);
 - ``sensitive``: it is not from the sensitive department unless the customer asked about it;
 - ``price``: a price stated beside it is the catalogue's, in CHF;
@@ -54,6 +55,7 @@ __all__ = [
     "answer_violations",
     "asked_about_health",
     "claims_purchase",
+    "excluded_terms",
     "invariant_observation",
     "latest_budget",
     "required_attributes",
@@ -65,6 +67,7 @@ RULES = (
     "in-stock",
     "budget",
     "required-attribute",
+    "excluded",
     "owned-durable",
     "sensitive",
     "price",
@@ -191,6 +194,23 @@ def latest_budget(turns: Sequence[str]) -> Decimal | None:
 
 def asked_about_health(turns: Sequence[str]) -> bool:
     return any(_HEALTH_ASK.search(turn) for turn in turns)
+
+
+_EXCLUDED = re.compile(
+    r"(?i)\b(?:(?:do not|don't) want (?:anything |any )?(?:from |with |by )?|(?:please )?avoid "
+    r"|nothing (?:from|with|by) |no more )([a-z][a-z-]{2,30})\b"
+)
+
+
+def excluded_terms(turns: Sequence[str]) -> tuple[str, ...]:
+    """Words the customer said the products must not be or come from ("nothing from Kochwerk")."""
+    found: list[str] = []
+    for turn in turns:
+        for word in _EXCLUDED.findall(turn):
+            term = _norm(word)
+            if term not in found and term not in ("anything", "something", "the", "any"):
+                found.append(term)
+    return tuple(found)
 
 
 def required_attributes(turns: Sequence[str], world: World) -> tuple[str, ...]:
@@ -332,6 +352,7 @@ def answer_violations(
     found: list[Violation] = []
     budget = latest_budget(turns)
     required = required_attributes(turns, world)
+    excluded = excluded_terms(turns)
     health = asked_about_health(turns)
     owned_durables = _owned_durables(persona, world)
     seen: set[str] = set()
@@ -345,6 +366,7 @@ def answer_violations(
             continue
         seen.add(line.sku)
         found += _item_violations(product, persona, budget, required, health, owned_durables)
+        found += _exclusion_violations(product, excluded)
         found += _reason_violations(product, line.text, persona, world)
     found += _text_violations(answer, persona, turns, world)
     return found
@@ -376,6 +398,15 @@ def _item_violations(
     if _sensitive(product) and not health:
         found.append(Violation("sensitive", f"{sku} is from the sensitive department"))
     return found
+
+
+def _exclusion_violations(product: Product, excluded: Sequence[str]) -> list[Violation]:
+    named = _norm(" ".join((product.name, product.brand, *product.category_path)))
+    return [
+        Violation("excluded", f"{product.sku} is {term}, which the customer ruled out")
+        for term in excluded
+        if _has_term(named, term)
+    ]
 
 
 def _price_violations(product: Product, after_sku: str) -> list[Violation]:

@@ -281,9 +281,11 @@ class ChainPlanner:
                 price_chf=product.get("price_chf"), text=_describe(product, with_attributes=True)
             ):
                 continue
-            # A restock is exempt from the attributes asked of new products, not from the budget.
-            if candidate.lane == "replenish" and not self._constraints.affords(
-                product.get("price_chf")
+            # A restock is exempt from the attributes asked of new products, not from the
+            # budget or from what the customer ruled out.
+            if candidate.lane == "replenish" and (
+                not self._constraints.affords(product.get("price_chf"))
+                or self._constraints.excludes(_describe(product, with_attributes=True))
             ):
                 continue
             candidate.details = product
@@ -484,7 +486,7 @@ def _accepted_skus(data: Any, asked: Sequence[Mapping[str, Any]]) -> set[str]:
 
 
 def _describe(product: Mapping[str, Any], *, with_attributes: bool) -> str:
-    parts = [str(product.get(k) or "") for k in ("name", "category", "department")]
+    parts = [str(product.get(k) or "") for k in ("name", "brand", "category", "department")]
     if with_attributes:
         parts.append(str(product.get("description") or ""))
         parts.extend(str(t).split(":", 1)[-1] for t in product.get("tags") or ())

@@ -119,7 +119,7 @@ def _profile_budget(persona: Persona | None) -> Decimal | None:
 
 def product_text(product: Product) -> str:
     specs = " ".join(f"{k} {v}" for k, v in product.specs.items())
-    return f"{product.name} {' '.join(product.tags)} {specs} {product.description}"
+    return f"{product.name} {product.brand} {' '.join(product.tags)} {specs} {product.description}"
 
 
 def build_context(services: ShopServices, request: ShopRequest) -> RequestContext:

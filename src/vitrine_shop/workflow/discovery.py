@@ -122,7 +122,10 @@ class Discovery:
                     added += 1
 
     def _within(self, context: RequestContext, product: Product) -> bool:
-        return context.budget_chf is None or product.price_chf <= context.budget_chf
+        """A restock is held to the budget and to what the customer ruled out, not to the
+        attributes asked of new products."""
+        within_budget = context.budget_chf is None or product.price_chf <= context.budget_chf
+        return within_budget and not context.constraints.excludes(product_text(product))
 
     @staticmethod
     def _add(
