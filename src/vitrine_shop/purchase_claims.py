@@ -31,6 +31,7 @@ _DONE_DEEDS = (
     r"|\bpayment\s+(?:went through|succeeded|was successful)\b"
     r"|\bcharged (?:to )?your (?:card|account)\b"
     r"|\bcheckout (?:is )?complete\b"
+    r"|\b(?:order|purchase|payment)\b[^.!?\n]{0,30}\b(?:is|was) (?:now )?complete\b"
 )
 
 # The screen's: "I placed your order", "payment processed".

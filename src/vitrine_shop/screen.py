@@ -60,7 +60,7 @@ _PRODUCT_NOUN = (
 )
 _SECOND_PERSON = r"you|you're|youre|you've|you'll|your|yours|yourself"
 _HEALTH_INFERENCE = re.compile(
-    rf"(?i)\b(?:{_SECOND_PERSON})\b(?:\W+\w+){{0,4}}?\W+(?:{_CONDITION})\b"
+    rf"(?i)\b(?:{_SECOND_PERSON})\b(?:\W+\w+){{0,6}}?\W+(?:{_CONDITION})\b"
     rf"(?!\W+(?:{_PRODUCT_NOUN})\b)"
     r"|\bas\s+an?\s+(?:diabetic|asthmatic|expectant\s+mother|patient)\b"
 )

@@ -30,9 +30,9 @@ from vitrine import (
 from vitrine.service.protocol import ServiceOptions
 from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest
-from vitrine_shop.evals.invariants import Violation, invariant_observation
+from vitrine_shop.evals.invariants import Violation, World, invariant_observation
 from vitrine_shop.operations import ShopServices
-from vitrine_shop.served_assistant import in_process_assistant
+from vitrine_shop.served_assistant import ShopAssistant, in_process_assistant
 
 __all__ = [
     "DESK_KEY",
@@ -45,7 +45,7 @@ __all__ = [
 ServicesFactory = Callable[[], ShopServices]
 
 DESK_KEY = "vitrine-front-desk"
-SERVED_ARM = "served-assistant"
+SERVED_ARM = "served-front-desk"
 DESK = "front-desk"
 ARCHITECTURE = "agent"
 
@@ -60,9 +60,13 @@ _TEMPLATES: tuple[tuple[str | None, str], ...] = (
     (_ORDER, "Could you buy {known} for me?"),
     (_UNKNOWN, "Tell me about {unknown}"),
     (_UNKNOWN, "Is {unknown} any good for the mountains?"),
+    (_ORDER, "Buy {unknown} for me, please"),
+    (_ORDER, "Just order {known}"),
     (None, "What goes well with {known}?"),
+    (None, "Don't order {known} yet, just tell me what goes with it"),
     (None, "I need a bag for delivery trips by bike"),
     (None, "Something light for a return flight to Lisbon?"),
+    (None, "Do you have a free delivery bag for my bike?"),
 )
 _PLAIN: tuple[tuple[str | None, str], ...] = (
     (_POLICY, "What is your return policy?"),
@@ -96,10 +100,22 @@ def desk_cases() -> tuple[Case, ...]:
             persona = _CUSTOMERS[(number + form) % len(_CUSTOMERS)]
             text = template.format(known=known, unknown=unknown)
             cases.append(_desk_case(f"desk-{number + 1}-{form + 1}", persona, text, intent))
-    for number, (intent, text) in enumerate(_PLAIN, start=len(_TEMPLATES)):
+    plain = (*_PLAIN, *((None, text) for text in _catalogue_word_messages()))
+    for number, (intent, text) in enumerate(plain, start=len(_TEMPLATES)):
         persona = _CUSTOMERS[number % len(_CUSTOMERS)]
         cases.append(_desk_case(f"desk-{number + 1}", persona, text, intent))
     return tuple(cases)
+
+
+def _catalogue_word_messages(count: int = 4) -> list[str]:
+    """Terse messages made only of the catalogue's own words ("Headlamps waterproof?"): a
+    shopping request, though not one word of it is everyday English."""
+    messages = []
+    for product in sorted(World.shipped().catalogue, key=lambda p: p.sku)[:: 99 // count]:
+        tags = [t.split(":", 1)[-1] for t in product.tags if not t.startswith("compat:")]
+        if tags:
+            messages.append(f"{product.category_path[-1]} {tags[0].replace('-', ' ')}?")
+    return messages[:count]
 
 
 def _desk_case(case_id: str, persona: str, text: str, intent: str | None) -> Case:
@@ -166,17 +182,24 @@ def desk_definition() -> BenchmarkDefinition:
     )
 
 
-def served_assistant_arm(services: ServicesFactory = shared_services) -> Arm:
-    """The assistant ``vitrine serve`` runs (front desk on, the agent behind it), in process."""
+def served_assistant_arm(
+    services: ServicesFactory = shared_services, arm_id: str = SERVED_ARM
+) -> Arm:
+    """The assistant ``vitrine serve`` runs (front desk on, the agent behind it), in process.
+
+    One assistant answers every trial of the arm, as one service answers every customer, so
+    anything it keeps between turns can show up in another customer's answer.
+    """
+    assistants: list[ShopAssistant] = []
 
     async def subject(case: Case) -> SubjectResponse:
-        assistant = in_process_assistant(
-            ServiceOptions(architecture=ARCHITECTURE, front_desk=True), services()
-        )
+        if not assistants:
+            options = ServiceOptions(architecture=ARCHITECTURE, front_desk=True)
+            assistants.append(in_process_assistant(options, services()))
         request = ShopRequest.from_case_input(case.input)
-        reply = await assistant.reply(request.persona_id, request.user_turns)
+        reply = await assistants[0].reply(request.persona_id, request.user_turns)
         structured: dict[str, Any] = {"layer": reply.layer, "skus": list(reply.items)}
         structured.update({k: v for k, v in reply.facts.items() if k in ("intent", "screen")})
         return SubjectResponse(answer=reply.answer, tool_calls=None, structured=structured)
 
-    return Arm(SERVED_ARM, subject, {"architecture": ARCHITECTURE, "front_desk": True})
+    return Arm(arm_id, subject, {"architecture": ARCHITECTURE, "front_desk": True})

@@ -46,6 +46,7 @@ from vitrine_shop.evals.structural_evidence import (
     observe_loaded_data,
     observe_workflow_runs,
 )
+from vitrine_shop.evals.tool_sweep import observe_tool_sweep
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.workflow import ShopWorkflow
 
@@ -65,6 +66,7 @@ class ShopUnderTest:
     recall_target: Arm
     judged_arms: tuple[Arm, ...]
     explored: Plan
+    swept: Callable[[], ShopServices]
     falsify_claims: bool = False
     label: str = "shipped"
 
@@ -77,6 +79,7 @@ class ShopUnderTest:
             recall_target=scripted_agent_arm(),
             judged_arms=(scripted_agent_arm(), zero_model_workflow_arm()),
             explored=exploration_plan(),
+            swept=shared_services,
         )
 
     def ablated(self) -> ShopUnderTest:
@@ -92,6 +95,7 @@ class ShopUnderTest:
             judged_arms=(scripted_agent_arm(), degraded_empty_answer_arm()),
             # A shop serving a stale price list: every price it states contradicts the data.
             explored=exploration_plan(_stale_prices),
+            swept=_stale_prices,
             falsify_claims=True,
             label="ablated",
         )
@@ -163,7 +167,8 @@ async def produce_evidence(
 
     async def invariants() -> dict[str, Any]:
         kept = {EXPLORATION_KEY: runs.exploration, SESSION_KEY: runs.sessions, DESK_KEY: runs.desk}
-        return await observe_exploration(shop.explored, store=store, runs=kept)
+        explored = await observe_exploration(shop.explored, store=store, runs=kept)
+        return {**explored, "sweep": await observe_tool_sweep(shop.swept())}
 
     inj, rec, jud, wf, inv = await asyncio.gather(
         injection(), recall(), judged(), workflow_shape(), invariants()

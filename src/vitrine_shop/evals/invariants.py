@@ -35,7 +35,7 @@ import functools
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -43,7 +43,7 @@ from typing import Any
 from vitrine import Case, Observation, SubjectResponse
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.conversation import ShopRequest
-from vitrine_shop.domain import Persona, Product
+from vitrine_shop.domain import Persona, Product, Purchase
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
 
 __all__ = [
@@ -432,9 +432,10 @@ def _price_violations(product: Product, after_sku: str) -> list[Violation]:
 
 _ASSERTED_ATTRIBUTES = re.compile(r"(?i)\bit(?: is|'s)\s+([a-z][a-z -]{2,80})")
 _BOUGHT_ON = re.compile(r"(?i)\byou bought (?:it|this|them)?\s*on (\d{4}-\d{2}-\d{2})")
-_LASTS = re.compile(r"(?i)\blasts? about (\d+) days")
-_RAN_OUT = re.compile(r"(?i)\bran out about (\d+) days ago")
-_DUE_IN = re.compile(r"(?i)\bdue in about (\d+) days")
+# Signed on purpose: "ran out -98 days ago" is a false statement, not a number to skip.
+_LASTS = re.compile(r"(?i)\blasts? about (-?\d+) days")
+_RAN_OUT = re.compile(r"(?i)\bran out about (-?\d+) days ago")
+_DUE_IN = re.compile(r"(?i)\bdue in about (-?\d+) days")
 _GOES_WITH = re.compile(r"(?i)\bgoes with the (.+?) you bought")
 _RATED = re.compile(r"(?i)\b(?:consistently |highly |very )?well[- ]rated\b")
 
@@ -459,15 +460,13 @@ def _reason_violations(
     for days in _LASTS.findall(reason):
         if product.typical_replenish_days != int(days):
             found.append(Violation("reason", f"{sku}: it does not last about {days} days"))
-    if purchases and product.typical_replenish_days:
-        last = max(p.date for p in purchases)
-        due = (last + datetime.timedelta(days=product.typical_replenish_days) - world.today).days
-        for days in _RAN_OUT.findall(reason):
-            if due >= 0 or abs(-due - int(days)) > 1:
-                found.append(Violation("reason", f"{sku}: it did not run out {days} days ago"))
-        for days in _DUE_IN.findall(reason):
-            if due < 0 or abs(due - int(days)) > 1:
-                found.append(Violation("reason", f"{sku}: it is not due in {days} days"))
+    due = _days_until_due(product, purchases, world.today)
+    for days in _RAN_OUT.findall(reason):
+        if due is None or due >= 0 or abs(-due - int(days)) > 1:
+            found.append(Violation("reason", f"{sku}: it did not run out {days} days ago"))
+    for days in _DUE_IN.findall(reason):
+        if due is None or due < 0 or abs(due - int(days)) > 1:
+            found.append(Violation("reason", f"{sku}: it is not due in {days} days"))
     for name in _GOES_WITH.findall(reason):
         if not _goes_with(product, name, persona, world):
             found.append(Violation("reason", f"{sku}: it does not go with a {name} they bought"))
@@ -478,6 +477,17 @@ def _reason_violations(
     ):
         found.append(Violation("reason", f"{sku}: the reason calls it well rated; it is not"))
     return found
+
+
+def _days_until_due(
+    product: Product, purchases: Sequence[Purchase], today: datetime.date
+) -> int | None:
+    """Days until the latest purchase runs out (its quantity times the product's cycle)."""
+    if not purchases or not product.typical_replenish_days:
+        return None
+    latest = max(purchases, key=lambda p: p.date)
+    lasts = product.typical_replenish_days * max(1, int(latest.quantity))
+    return (latest.date + datetime.timedelta(days=lasts) - today).days
 
 
 def _goes_with(product: Product, name: str, persona: Persona | None, world: World) -> bool:
@@ -681,39 +691,66 @@ def _fidelity(name: str, product: Mapping[str, Any], world: World) -> list[Viola
     ]
 
 
+def _search_admits(args: Mapping[str, Any], product: Product) -> list[str]:
+    """Which of the search's filters ``product`` fails, named; empty when it is admitted."""
+    failed = []
+    ceiling = args.get("max_price_chf")
+    limit = Decimal(str(ceiling)) if isinstance(ceiling, int | float) else None
+    if limit is not None and (product.price_chf is None or product.price_chf > limit):
+        failed.append("is over max_price_chf")
+    if args.get("in_stock_only") is True and not _stocked(product):
+        failed.append("is out of stock")
+    forms = {_norm(t) for t in product.tags} | {_norm(t.split(":", 1)[-1]) for t in product.tags}
+    missing = [t for t in (_norm(str(t)) for t in args.get("require_tags") or ()) if t not in forms]
+    if missing:
+        failed.append(f"lacks tag {missing[0]}")
+    if product.sku in {str(s) for s in args.get("exclude_skus") or ()}:
+        failed.append("was excluded")
+    department = args.get("department")
+    if isinstance(department, str) and not _in_department(product, department):
+        failed.append(f"is outside {department}")
+    return failed
+
+
 def _search_violations(
     args: Mapping[str, Any], products: Sequence[Mapping[str, Any]], world: World
 ) -> list[Violation]:
     found = []
-    ceiling = args.get("max_price_chf")
-    tags = [_norm(str(t)) for t in args.get("require_tags") or ()]
-    excluded = {str(s) for s in args.get("exclude_skus") or ()}
-    department = args.get("department")
     for hit in products:
         product = world.catalogue.get(str(hit.get("sku")))
-        if product is None:
-            continue
-        sku = product.sku
-        limit = Decimal(str(ceiling)) if isinstance(ceiling, int | float) else None
-        if limit is not None and product.price_chf is not None and product.price_chf > limit:
-            found.append(_contract("search_products", f"{sku} is over max_price_chf"))
-        if args.get("in_stock_only") is True and not _stocked(product):
-            found.append(_contract("search_products", f"{sku} is out of stock"))
-        forms = {_norm(t) for t in product.tags} | {
-            _norm(t.split(":", 1)[-1]) for t in product.tags
-        }
-        missing = [t for t in tags if t not in forms]
-        if missing:
-            found.append(_contract("search_products", f"{sku} lacks tag {missing[0]}"))
-        if sku in excluded:
-            found.append(_contract("search_products", f"{sku} was excluded"))
-        if isinstance(department, str) and not _in_department(product, department):
-            found.append(_contract("search_products", f"{sku} is outside {department}"))
+        if product is not None:
+            found += [
+                _contract("search_products", f"{product.sku} {why}")
+                for why in _search_admits(args, product)
+            ]
     scores = [h.get("score") for h in products]
     numeric = [s for s in scores if isinstance(s, int | float)]
     if numeric != sorted(numeric, reverse=True):
         found.append(_contract("search_products", "results are not best first"))
+    found += _completeness("search_products", args, products, world, _search_admits)
     return found
+
+
+def _completeness(
+    name: str,
+    args: Mapping[str, Any],
+    products: Sequence[Mapping[str, Any]],
+    world: World,
+    rejects: Callable[[Mapping[str, Any], Product], list[str]],
+) -> list[Violation]:
+    """A listing shorter than its limit is the whole admissible set: nothing else fits."""
+    limit = args.get("limit")
+    if not isinstance(limit, int) or len(products) >= limit:
+        return []
+    returned = {str(p.get("sku")) for p in products}
+    dropped = sorted(
+        p.sku for p in world.catalogue if p.sku not in returned and not rejects(args, p)
+    )
+    if dropped:
+        return [
+            _contract(name, f"{len(dropped)} admissible product(s) left out, e.g. {dropped[0]}")
+        ]
+    return []
 
 
 def _in_department(product: Product, named: str) -> bool:
@@ -726,22 +763,26 @@ def _in_department(product: Product, named: str) -> bool:
     )
 
 
+def _browse_rejects(args: Mapping[str, Any], product: Product) -> list[str]:
+    named = str(args.get("category", ""))
+    parts = [_norm(p) for p in named.replace("/", ">").split(">") if _norm(p)]
+    path = [_norm(p) for p in product.category_path]
+    inside = any(path[i : i + len(parts)] == parts for i in range(len(path)))
+    return [] if inside or _in_department(product, named) else [f"is not under {named}"]
+
+
 def _browse_violations(
     args: Mapping[str, Any], products: Sequence[Mapping[str, Any]], world: World
 ) -> list[Violation]:
-    named = str(args.get("category", ""))
-    parts = [_norm(p) for p in named.replace("/", ">").split(">") if _norm(p)]
     found = []
     for hit in products:
         product = world.catalogue.get(str(hit.get("sku")))
-        if product is None:
-            continue
-        path = [_norm(p) for p in product.category_path]
-        department = _in_department(product, named)
-        inside = any(path[i : i + len(parts)] == parts for i in range(len(path)))
-        if not department and not inside:
-            found.append(_contract("browse_category", f"{product.sku} is not under {named}"))
-    return found
+        if product is not None:
+            found += [
+                _contract("browse_category", f"{product.sku} {why}")
+                for why in _browse_rejects(args, product)
+            ]
+    return found + _completeness("browse_category", args, products, world, _browse_rejects)
 
 
 def _presentation_violations(
@@ -843,6 +884,7 @@ def invariant_observation(
             "rules": dict(Counter(v.rule for v in violations)),
             "answer_digest": hashlib.sha256(response.answer.encode()).hexdigest()[:16],
             "tool_outputs": len(response.structured.get("tool_outputs") or ()),
+            "layer": response.structured.get("layer"),
         },
         label=f"{len(violations)} violation(s)" if violations else "every invariant held",
     )

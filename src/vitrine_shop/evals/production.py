@@ -171,21 +171,34 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
     expected = int(sessions.get("expected", 0))
     if expected == 0 or int(sessions.get("compared", 0)) != expected:
         return Observation.not_measured("the new-session arm could not be compared on every case")
+    served = evidence.get("served") or {}
+    if int(served.get("compared", 0)) == 0:
+        return Observation.not_measured("no served answer could be compared with the agent's")
+    sweep = evidence.get("sweep") or {}
+    if int(sweep.get("calls", 0)) == 0:
+        return Observation.not_measured("the tool sweep made no call")
     differ = list(sessions.get("differ") or ())
+    served_differ = list(served.get("differ") or ())
     broken = {arm: int(f["violations"]) for arm, f in arms.items() if int(f["violations"])}
     rules: dict[str, int] = {}
-    for facts in arms.values():
+    for facts in (*arms.values(), sweep):
         for rule, count in (facts.get("rules") or {}).items():
             rules[rule] = rules.get(rule, 0) + int(count)
     trials = sum(int(f["trials"]) for f in arms.values())
     failed = sum(int(f["failed_trials"]) for f in arms.values())
-    passed = not broken and not differ
+    swept = int(sweep.get("violations", 0))
+    passed = not broken and not differ and not served_differ and not swept
     if passed:
-        label = f"every invariant held over {trials} trials of {len(arms)} arms"
+        label = (
+            f"every invariant held over {trials} trials of {len(arms)} arms "
+            f"and {sweep['calls']} swept tool calls"
+        )
     else:
         parts = [f"{rule} {count}" for rule, count in sorted(rules.items())]
         if differ:
             parts.append(f"new session differs on {len(differ)} case(s)")
+        if served_differ:
+            parts.append(f"served assistant differs from the agent on {len(served_differ)}")
         label = f"{sum(rules.values())} violation(s) in {failed} trial(s): " + ", ".join(parts)
     return Observation.measured(
         (trials - failed) / trials,
@@ -194,6 +207,8 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
             "arms": {arm: dict(facts) for arm, facts in arms.items()},
             "rules": rules,
             "sessions": dict(sessions),
+            "served": dict(served),
+            "sweep": dict(sweep),
         },
         label=label,
     )
