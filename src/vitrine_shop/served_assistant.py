@@ -217,9 +217,13 @@ def in_process_assistant(options: ServiceOptions, services: ShopServices) -> Sho
         raise ValueError("an in-process assistant runs the scripted provider only")
     assistant = create_assistant(options)
     assistant._services = services
-    desk = FrontDesk(services.catalogue, catalogue_vocabulary(services.catalogue))
-    assistant._desk = desk if options.front_desk else None
+    assistant._desk = _front_desk(services) if options.front_desk else None
     return assistant
+
+
+def _front_desk(services: ShopServices) -> FrontDesk:
+    # The desk knows the catalogue's own words, so a terse product question is not "unclear".
+    return FrontDesk(services.catalogue, catalogue_vocabulary(services.catalogue))
 
 
 def _load() -> tuple[ShopServices, FrontDesk, frozenset[str]]:
@@ -228,7 +232,7 @@ def _load() -> tuple[ShopServices, FrontDesk, frozenset[str]]:
     _ = services.vectors  # the catalogue vectors, read once here rather than on a first turn
     if isinstance(services.embedder, MiniLMEmbedder):
         services.embedder.encode_uncached(["warm up the embedding model"])
-    desk = FrontDesk(services.catalogue, catalogue_vocabulary(services.catalogue))
+    desk = _front_desk(services)
     tools = frozenset(spec.name for spec in ToolBox(services, customer_id=None).specs())
     return services, desk, tools
 

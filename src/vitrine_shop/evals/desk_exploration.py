@@ -64,6 +64,7 @@ _TEMPLATES: tuple[tuple[str | None, str], ...] = (
     (_ORDER, "Just order {known}"),
     (None, "What goes well with {known}?"),
     (None, "Don't order {known} yet, just tell me what goes with it"),
+    (None, "Please do not purchase {known} for me, I only want advice"),
     (None, "I need a bag for delivery trips by bike"),
     (None, "Something light for a return flight to Lisbon?"),
     (None, "Do you have a free delivery bag for my bike?"),

@@ -123,7 +123,20 @@ def _departments(persona: Persona, catalogue: Catalogue) -> set[str]:
     }
 
 
-def _variants(persona: Persona, world: World) -> list[Case]:
+# The ways a customer states one constraint; each customer gets the next, so every phrasing
+# is exercised across the cohort and the constraint's reading cannot hang on one wording.
+_REQUIRES = ("it must be {}", "it needs to be {}", "it should be {}", "it has to be {}")
+_RULES_OUT = (
+    "But nothing from {}, please.",
+    "I do not want anything from {}.",
+    "Please avoid {}.",
+    "I don't want {} stuff.",
+)
+
+
+def _variants(persona: Persona, world: World, number: int) -> list[Case]:
+    """Metamorphic variants of one customer's request, built from their departments' data;
+    ``number`` picks the phrasing of each constraint for this customer."""
     catalogue = world.catalogue
     departments = _departments(persona, catalogue)
     offered = [
@@ -134,11 +147,18 @@ def _variants(persona: Persona, world: World) -> list[Case]:
     prices = sorted(p.price_chf for p in offered if p.price_chf is not None)
     if len(prices) >= 4:
         high, low = prices[(3 * len(prices)) // 4], prices[len(prices) // 4]
-        turns = (
+        turns: tuple[str, ...] = (
             f"{_GENERIC} My budget is CHF {_money(high)}.",
             f"Actually, make that at most CHF {_money(low)}.",
         )
         cases.append(_case(f"{pid}-budget-revised", ShopRequest(pid, turns), "budget revised last"))
+        # Stated first of three turns: memory must reach back past the last two.
+        turns = (
+            f"My budget is at most CHF {_money(low)}.",
+            "I have been thinking about what I use most.",
+            _GENERIC,
+        )
+        cases.append(_case(f"{pid}-budget-first", ShopRequest(pid, turns), "budget stated first"))
     tags = Counter(
         term
         for p in offered
@@ -147,16 +167,22 @@ def _variants(persona: Persona, world: World) -> list[Case]:
         and (term := tag.split(":", 1)[-1]).isascii()
         and term.replace("-", "").isalpha()
     )
-    if tags:
-        tag = sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-        turns = (_GENERIC, f"One more thing: it must be {tag}.")
+    ranked = [tag for tag, _ in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))]
+    requires = _REQUIRES[number % len(_REQUIRES)]
+    if ranked:
+        turns = (_GENERIC, f"One more thing: {requires.format(ranked[0])}.")
         cases.append(
             _case(f"{pid}-attribute-last", ShopRequest(pid, turns), "constraint stated last")
         )
+    if len(ranked) >= 2:
+        both = f"{requires.format(ranked[0])} and {requires.format(ranked[1])}"
+        asked = ShopRequest.single(pid, f"{_GENERIC} {both[0].upper()}{both[1:]}.")
+        cases.append(_case(f"{pid}-two-attributes", asked, "two attributes required"))
     brands = Counter(p.brand for p in offered if p.stock_units > 0)
     if brands:
         brand = sorted(brands.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-        asked = ShopRequest.single(pid, f"{_GENERIC} But nothing from {brand}, please.")
+        ruled_out = _RULES_OUT[number % len(_RULES_OUT)].format(brand)
+        asked = ShopRequest.single(pid, f"{_GENERIC} {ruled_out}")
         cases.append(_case(f"{pid}-brand-excluded", asked, "exclusion stated"))
     owned = sorted(persona.owned_skus)
     if owned:
@@ -180,9 +206,9 @@ def exploration_cases() -> tuple[Case, ...]:
             if len(scenario.personas) == 1:
                 reworded = ShopRequest.single(persona_id, _reworded(scenario.query))
                 cases.append(_case(f"{scenario.id}-reworded", reworded, "reworded"))
-    for persona in world.personas.values():
-        if persona.has_evidence:
-            cases += _variants(persona, world)
+    customers = [p for p in world.personas.values() if p.has_evidence]
+    for number, persona in enumerate(customers):
+        cases += _variants(persona, world, number)
     cases.append(_case("anonymous-visitor", ShopRequest.single(None, _GENERIC), "anonymous"))
     for kind, texts in _ATTACK_TEXTS.items():
         for attempt in range(ATTEMPTS[kind]):
