@@ -40,6 +40,7 @@ from vitrine_shop.evals.exploration import (
     observe_exploration,
     repriced,
 )
+from vitrine_shop.evals.population import POPULATION_KEY
 from vitrine_shop.evals.structural_evidence import (
     WorkflowFactory,
     observe_claims,
@@ -116,6 +117,7 @@ class EvidenceRuns:
     exploration: list[RunResult] = field(default_factory=list)
     sessions: list[RunResult] = field(default_factory=list)
     desk: list[RunResult] = field(default_factory=list)
+    population: list[RunResult] = field(default_factory=list)
 
 
 def _falsified(section: BenchmarkSection) -> BenchmarkSection:
@@ -166,7 +168,12 @@ async def produce_evidence(
         return observe_claims(claimed, Path(store.root))
 
     async def invariants() -> dict[str, Any]:
-        kept = {EXPLORATION_KEY: runs.exploration, SESSION_KEY: runs.sessions, DESK_KEY: runs.desk}
+        kept = {
+            EXPLORATION_KEY: runs.exploration,
+            SESSION_KEY: runs.sessions,
+            DESK_KEY: runs.desk,
+            POPULATION_KEY: runs.population,
+        }
         explored = await observe_exploration(shop.explored, store=store, runs=kept)
         return {**explored, "sweep": await observe_tool_sweep(shop.swept())}
 

@@ -52,6 +52,7 @@ from vitrine_shop.evals.desk_exploration import (
     served_assistant_arm,
 )
 from vitrine_shop.evals.invariants import INVARIANT_CHECK, World, invariant_observation
+from vitrine_shop.evals.population import population_definition, population_services
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.scripted.explorer import ATTEMPTS, ExplorativeShopModel
@@ -285,11 +286,11 @@ def _agent_arm(arm_id: str, services: ServicesFactory, explore: bool) -> Arm:
     return Arm(arm_id, subject, {"architecture": "agent", "explorative": explore})
 
 
-def _workflow_arm(services: ServicesFactory) -> Arm:
+def _workflow_arm(services: ServicesFactory, arm_id: str = "zero-model-workflow") -> Arm:
     async def subject(case: Case) -> SubjectResponse:
         return await ShopWorkflow(None, services()).answer(ShopRequest.from_case_input(case.input))
 
-    return Arm("zero-model-workflow", subject, {"architecture": "workflow", "model": None})
+    return Arm(arm_id, subject, {"architecture": "workflow", "model": None})
 
 
 def _fresh(base: ShopServices) -> ShopServices:
@@ -316,11 +317,19 @@ def exploration_plan(services: ServicesFactory = shared_services) -> Plan:
     """What the invariants gate runs: the exploration benchmark on the three shared-session
     arms, the new-session benchmark on fresh services, the front desk on the served assistant."""
     *explorers, fresh = exploration_arms(services)
+
+    @functools.cache
+    def populated() -> ShopServices:
+        return population_services(services())
+
     return (
         *((exploration_definition(), arm) for arm in explorers),
         (exploration_definition(), served_assistant_arm(services, SERVED_SHARED_ARM)),
         (session_definition(), fresh),
         (desk_definition(), served_assistant_arm(services)),
+        (population_definition(), _agent_arm("population-agent", populated, explore=False)),
+        (population_definition(), _workflow_arm(populated, "population-workflow")),
+        (population_definition(), _agent_arm("population-explorer", populated, explore=True)),
     )
 
 

@@ -867,14 +867,17 @@ def response_violations(
 
 
 def invariant_observation(
-    case: Case, response: SubjectResponse, extra: Sequence[Violation] = ()
+    case: Case,
+    response: SubjectResponse,
+    extra: Sequence[Violation] = (),
+    world: World | None = None,
 ) -> Observation:
     """The measured observation of one trial: passed when no invariant (and no ``extra``
     contract of the case) is broken; not measured when there was no answer to hold to them."""
     if response.answer is None:
         return Observation.not_measured("the subject returned no answer: nothing to hold")
     request = ShopRequest.from_case_input(case.input)
-    violations = [*extra, *response_violations(response, request)]
+    violations = [*extra, *response_violations(response, request, world)]
     return Observation.measured(
         0.0 if violations else 1.0,
         not violations,
