@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -242,7 +242,8 @@ def test_an_interest_map_cached_for_every_customer_changes_a_new_sessions_answer
         with tempfile.TemporaryDirectory() as root:
             shared, *_, fresh = exploration_arms()
             plan = ((exploration_definition(), shared), (session_definition(), fresh))
-            return await observe_exploration(plan, store=RunStore(root), runs=[], session_runs=[])
+            runs: dict[str, list[Any]] = defaultdict(list)
+            return await observe_exploration(plan, store=RunStore(root), runs=runs)
 
     try:
         evidence = asyncio.run(run())

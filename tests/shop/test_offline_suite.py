@@ -93,7 +93,8 @@ def test_gates_have_authority_and_the_diagnostic_has_none(tmp_path):
 async def test_timeline_leaves_no_node_active(tmp_path):
     run = await run_offline_suite(RunStore(tmp_path))
     entries = run.timeline.entries()
-    assert len(entries) == len(OFFLINE_NODES) == 14
+    # The protocol's 14 nodes plus the invariants gate (MIGRATION.md).
+    assert len(entries) == len(OFFLINE_NODES) == 15
     assert not run.timeline.active()
     assert {e.status for e in entries} <= {"COMPLETED", "FAILED", "SKIPPED"}
     controls = next(e for e in entries if e.node == "controls")
