@@ -691,6 +691,11 @@ def _fidelity(name: str, product: Mapping[str, Any], world: World) -> list[Viola
     ]
 
 
+@functools.lru_cache(maxsize=4096)
+def _tag_forms(tags: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(_norm(t) for t in tags) | frozenset(_norm(t.split(":", 1)[-1]) for t in tags)
+
+
 def _search_admits(args: Mapping[str, Any], product: Product) -> list[str]:
     """Which of the search's filters ``product`` fails, named; empty when it is admitted."""
     failed = []
@@ -700,7 +705,7 @@ def _search_admits(args: Mapping[str, Any], product: Product) -> list[str]:
         failed.append("is over max_price_chf")
     if args.get("in_stock_only") is True and not _stocked(product):
         failed.append("is out of stock")
-    forms = {_norm(t) for t in product.tags} | {_norm(t.split(":", 1)[-1]) for t in product.tags}
+    forms = _tag_forms(tuple(product.tags))
     missing = [t for t in (_norm(str(t)) for t in args.get("require_tags") or ()) if t not in forms]
     if missing:
         failed.append(f"lacks tag {missing[0]}")
@@ -921,6 +926,8 @@ def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
 
 
+# Pure, and asked for the same product fields thousands of times per run.
+@functools.lru_cache(maxsize=16384)
 def _norm(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))
 
@@ -929,7 +936,23 @@ def _has_term(normalised_text: str, term: str) -> bool:
     return re.search(rf"\b{re.escape(term)}\b", normalised_text) is not None
 
 
+# A product's text never changes; it is asked for on every check of every trial. The product
+# is kept with its text, so its id cannot be reused for another object while cached.
+_TEXTS: dict[int, tuple[Product, str]] = {}
+
+
 def _product_text(product: Product) -> str:
+    cached = _TEXTS.get(id(product))
+    if cached is not None and cached[0] is product:
+        return cached[1]
+    if len(_TEXTS) >= 4096:
+        _TEXTS.clear()
+    text = _joined_product_text(product)
+    _TEXTS[id(product)] = (product, text)
+    return text
+
+
+def _joined_product_text(product: Product) -> str:
     return " ".join(
         (
             product.name,

@@ -141,7 +141,11 @@ def _cases(customers: Sequence[Persona]) -> list[Case]:
     cases = []
     for persona in customers:
         prices = sorted(p.price_paid_chf for p in persona.purchase_history)
-        budget = f"My budget is at most CHF {prices[len(prices) // 2]:.0f}. What would you add?"
+        stated = prices[len(prices) // 2]
+        if "budget_chf" in persona.constraints:
+            # Well under the profile's budget: what the customer says now is what binds.
+            stated = min(stated, Decimal(persona.constraints["budget_chf"]) / 4)
+        budget = f"My budget is at most CHF {stated:.0f}. What would you add?"
         for number, text in enumerate((*_QUESTIONS, budget)):
             request = ShopRequest.single(persona.id, text)
             cases.append(
