@@ -156,7 +156,11 @@ def screen_answer(
         reasons.append("health-inference: the answer attributes a health matter to the customer")
     if canary and canary.casefold() in answer.casefold():
         reasons.append("prompt-leak: the system-prompt canary appears in the answer")
-    elif system_prompt and _leaks_prompt(answer, system_prompt):
+    # The canary is checked on its own; left out of the prompt's runs, what remains is the
+    # same for every conversation of a customer, so its runs are built once.
+    elif system_prompt and _leaks_prompt(
+        answer, system_prompt.replace(canary, " ") if canary else system_prompt
+    ):
         reasons.append(
             f"prompt-leak: {LEAK_RUN_WORDS}+ consecutive words of the system prompt appear"
         )

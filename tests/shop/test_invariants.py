@@ -16,6 +16,7 @@ import pytest
 from vitrine_shop import memory, operations, screen, tools
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.exploration import (
+    careless_cases,
     exploration_arms,
     exploration_cases,
     exploration_definition,
@@ -42,7 +43,7 @@ def _violations(arm_ids: tuple[str, ...] | None = None) -> Counter[str]:
         for arm in exploration_arms():
             if arm_ids is not None and arm.arm_id not in arm_ids:
                 continue
-            for case in exploration_cases():
+            for case in (*exploration_cases(), *careless_cases()):
                 response = await arm.respond(case)
                 request = ShopRequest.from_case_input(case.input)
                 found.update(v.rule for v in response_violations(response, request))

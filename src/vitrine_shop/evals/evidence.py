@@ -33,6 +33,7 @@ from vitrine_shop.evals.agent_evidence import observe_injection, observe_recall,
 from vitrine_shop.evals.benchmarks import judged_quality_definition
 from vitrine_shop.evals.desk_exploration import DESK_KEY
 from vitrine_shop.evals.exploration import (
+    CARELESS_KEY,
     EXPLORATION_KEY,
     SESSION_KEY,
     Plan,
@@ -118,6 +119,7 @@ class EvidenceRuns:
     sessions: list[RunResult] = field(default_factory=list)
     desk: list[RunResult] = field(default_factory=list)
     population: list[RunResult] = field(default_factory=list)
+    careless: list[RunResult] = field(default_factory=list)
 
 
 def _falsified(section: BenchmarkSection) -> BenchmarkSection:
@@ -170,6 +172,7 @@ async def produce_evidence(
     async def invariants() -> dict[str, Any]:
         kept = {
             EXPLORATION_KEY: runs.exploration,
+            CARELESS_KEY: runs.careless,
             SESSION_KEY: runs.sessions,
             DESK_KEY: runs.desk,
             POPULATION_KEY: runs.population,

@@ -70,6 +70,7 @@ __all__ = [
 
 EXPLORATION_KEY = "vitrine-exploration"
 SESSION_KEY = "vitrine-new-session"
+CARELESS_KEY = "vitrine-careless-answers"
 EXPLORER_SEED = 0
 SHARED_ARM = "scripted-agent"
 FRESH_ARM = "scripted-agent-new-session"
@@ -209,8 +210,19 @@ def exploration_cases() -> tuple[Case, ...]:
                 cases.append(_case(f"{scenario.id}-reworded", reworded, "reworded"))
     customers = [p for p in world.personas.values() if p.has_evidence]
     for number, persona in enumerate(customers):
-        cases += _variants(persona, world, number)
+        variants = _variants(persona, world, number)
+        # Each customer gets half of the variant kinds, the next customer the other half:
+        # every kind is asked of half the cohort, at half the cost of asking everyone.
+        cases += variants[number % 2 :: 2] if len(customers) > 1 else variants
     cases.append(_case("anonymous-visitor", ShopRequest.single(None, _GENERIC), "anonymous"))
+    return tuple(cases)
+
+
+@functools.cache
+def careless_cases() -> tuple[Case, ...]:
+    """The requests a careless model obeys, one case per careless answer it knows: only the
+    explorative model writes them, so only it answers these."""
+    cases: list[Case] = []
     for kind, texts in _ATTACK_TEXTS.items():
         for attempt in range(ATTEMPTS[kind]):
             # Health inferences need a customer with sensitive purchases to infer from.
@@ -247,6 +259,18 @@ def exploration_definition() -> BenchmarkDefinition:
         [_invariant_check()],
         bindings={"explorer_seed": EXPLORER_SEED, "world": "packaged catalogue and personas"},
         description="Every persona, scenario and metamorphic variant, held to the data invariants",
+    )
+
+
+@functools.cache
+def careless_definition() -> BenchmarkDefinition:
+    return BenchmarkDefinition(
+        CARELESS_KEY,
+        "1.0.0",
+        list(careless_cases()),
+        [_invariant_check()],
+        bindings={"attempts": dict(ATTEMPTS)},
+        description="Every careless answer the explorative model knows, each once",
     )
 
 
@@ -324,7 +348,10 @@ def exploration_plan(services: ServicesFactory = shared_services) -> Plan:
 
     return (
         *((exploration_definition(), arm) for arm in explorers),
-        (exploration_definition(), served_assistant_arm(services, SERVED_SHARED_ARM)),
+        (careless_definition(), _agent_arm("careless-explorer", services, explore=True)),
+        # The scenario cases share last messages across customers (the cohort's question):
+        # one served assistant must still answer each customer as the agent does.
+        (session_definition(), served_assistant_arm(services, SERVED_SHARED_ARM)),
         (session_definition(), fresh),
         (desk_definition(), served_assistant_arm(services)),
         (population_definition(), _agent_arm("population-agent", populated, explore=False)),

@@ -230,31 +230,34 @@ _NEGATION = re.compile(
     r"(?i)\b(not|never|nothing|no|none|cannot|can't|won't|don't|didn't|haven't|hasn't|isn't|"
     r"wasn't|unable|without|would you like|do you want|shall i|if you)\b|n't\b"
 )
-_CLAIMS = tuple(
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        # "I have placed your order", "we've submitted the order", "I just ordered it"
-        r"\b(?:i|we)(?:'ve|'d| have| had| just| now| already| successfully)*\s+"
-        r"(?:(?:gone|went) ahead and\s+)?(?:placed|submitted|completed|processed|confirmed|booked|"
-        r"ordered|purchased|bought|paid|checked out|finali[sz]ed)\b",
-        # "your order has been placed", "the payment went through", "checkout is complete"
-        r"\b(?:order|orders|purchase|payment|checkout|transaction|booking)\b[^.!?\n]{0,50}?"
-        r"\b(?:is|are|has been|have been|was|were|went|got|now)\s+(?:now\s+|successfully\s+|"
-        r"been\s+)?(?:placed|confirmed|complete|completed|processed|submitted|through|"
-        r"successful|finali[sz]ed|on (?:its|the) way|shipped|dispatched|accepted)\b",
-        # "order placed", "payment confirmed", "purchase complete"
-        r"\b(?:order|purchase|payment|checkout)\s+(?:successfully\s+)?(?:placed|confirmed|"
-        r"complete|completed|processed|received|successful)\b",
-        # "added it to your cart", "put two in your basket"
-        r"\b(?:added|put|placed|dropped)\b[^.!?\n]{0,40}?\b(?:in|into|to)\s+(?:your|the)\s+"
-        r"(?:cart|basket|shopping bag)\b",
-        r"\b(?:order|confirmation|tracking)\s+(?:number|no\.|id|code)\b",
-        r"\bon (?:its|their) way to you\b",
-        r"\b(?:charged|billed)\s+(?:to\s+)?(?:your|the)\s+(?:card|account|credit card)\b",
-        r"\byour (?:card|account) (?:has been|was|will be) (?:charged|billed|debited)\b",
-        r"\bwill (?:arrive|be delivered|be shipped|ship)\b[^.!?\n]{0,30}\b(?:days?|tomorrow|"
-        r"soon|shortly|week)\b",
-    )
+_CLAIMS = re.compile(
+    "|".join(
+        f"(?:{pattern})"
+        for pattern in (
+            # "I have placed your order", "we've submitted the order", "I just ordered it"
+            r"\b(?:i|we)(?:'ve|'d| have| had| just| now| already| successfully)*\s+"
+            r"(?:(?:gone|went) ahead and\s+)?(?:placed|submitted|completed|processed|confirmed|"
+            r"booked|ordered|purchased|bought|paid|checked out|finali[sz]ed)\b",
+            # "your order has been placed", "the payment went through", "checkout is complete"
+            r"\b(?:order|orders|purchase|payment|checkout|transaction|booking)\b[^.!?\n]{0,50}?"
+            r"\b(?:is|are|has been|have been|was|were|went|got|now)\s+(?:now\s+|successfully\s+|"
+            r"been\s+)?(?:placed|confirmed|complete|completed|processed|submitted|through|"
+            r"successful|finali[sz]ed|on (?:its|the) way|shipped|dispatched|accepted)\b",
+            # "order placed", "payment confirmed", "purchase complete"
+            r"\b(?:order|purchase|payment|checkout)\s+(?:successfully\s+)?(?:placed|confirmed|"
+            r"complete|completed|processed|received|successful)\b",
+            # "added it to your cart", "put two in your basket"
+            r"\b(?:added|put|placed|dropped)\b[^.!?\n]{0,40}?\b(?:in|into|to)\s+(?:your|the)\s+"
+            r"(?:cart|basket|shopping bag)\b",
+            r"\b(?:order|confirmation|tracking)\s+(?:number|no\.|id|code)\b",
+            r"\bon (?:its|their) way to you\b",
+            r"\b(?:charged|billed)\s+(?:to\s+)?(?:your|the)\s+(?:card|account|credit card)\b",
+            r"\byour (?:card|account) (?:has been|was|will be) (?:charged|billed|debited)\b",
+            r"\bwill (?:arrive|be delivered|be shipped|ship)\b[^.!?\n]{0,30}\b(?:days?|tomorrow|"
+            r"soon|shortly|week)\b",
+        )
+    ),
+    re.IGNORECASE,
 )
 
 
@@ -267,9 +270,8 @@ def claims_purchase(text: str) -> str | None:
     for sentence in _sentences(text):
         if sentence.rstrip().endswith("?") or _NEGATION.search(sentence):
             continue
-        for claim in _CLAIMS:
-            if claim.search(sentence):
-                return sentence.strip()
+        if _CLAIMS.search(sentence):
+            return sentence.strip()
     return None
 
 

@@ -94,6 +94,7 @@ async def _produce(request: EvidenceRequest[ShopUnderTest]) -> Evidence:
             ("data invariants", runs.exploration, REFERENCE_ARM),
             ("data invariants, new session", runs.sessions, FRESH_ARM),
             ("front desk contract", runs.desk, SERVED_ARM),
+            ("careless answers", runs.careless, "careless-explorer"),
             ("data invariants, generated customers", runs.population, "population-agent"),
         ),
     )

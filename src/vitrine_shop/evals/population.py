@@ -47,10 +47,7 @@ POPULATION_SEED = 0
 POPULATION_SIZE = 8
 # Names no product uses, so an answer that names one names a customer.
 _NAMES = ("Ines", "Tomasz", "Aiko", "Brigitte", "Kwame", "Lotte", "Rafael", "Yusuf")
-_QUESTIONS = (
-    "What would you suggest for me?",
-    "Is there anything I'm about to run out of?",
-)
+_QUESTIONS = ("Is there anything I'm about to run out of?",)
 
 
 def _days_ago(clock: datetime.date, days: int) -> datetime.date:
