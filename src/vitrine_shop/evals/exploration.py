@@ -27,16 +27,11 @@ from decimal import Decimal
 from typing import Any
 
 from vitrine import (
-    AdmittedCheck,
     Arm,
     BenchmarkDefinition,
     Case,
-    ChanceFloor,
-    Observation,
     RunResult,
     SubjectResponse,
-    admit,
-    check,
 )
 from vitrine.bench.runner import run_benchmark
 from vitrine.store import RunStore
@@ -51,7 +46,7 @@ from vitrine_shop.evals.desk_exploration import (
     desk_definition,
     served_assistant_arm,
 )
-from vitrine_shop.evals.invariants import INVARIANT_CHECK, World, invariant_observation
+from vitrine_shop.evals.invariants import INVARIANT_CHECK, World, invariant_check
 from vitrine_shop.evals.population import population_definition, population_services
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.scenarios import load_scenarios
@@ -236,27 +231,13 @@ def careless_cases() -> tuple[Case, ...]:
 # -- the check --------------------------------------------------------------------------------
 
 
-async def _invariants(case: Case, response: SubjectResponse) -> Observation:
-    """Every invariant over this trial's answer and tool results; passed when none is broken."""
-    return invariant_observation(case, response)
-
-
-def _invariant_check() -> AdmittedCheck:
-    return admit(
-        check(INVARIANT_CHECK, "1.0.0")(_invariants),
-        ChanceFloor.not_derivable(
-            "an invariant of the data holds or not: no random-draw population"
-        ),
-    )
-
-
 @functools.cache
 def exploration_definition() -> BenchmarkDefinition:
     return BenchmarkDefinition(
         EXPLORATION_KEY,
         "1.0.0",
         list(exploration_cases()),
-        [_invariant_check()],
+        [invariant_check()],
         bindings={"explorer_seed": EXPLORER_SEED, "world": "packaged catalogue and personas"},
         description="Every persona, scenario and metamorphic variant, held to the data invariants",
     )
@@ -268,7 +249,7 @@ def careless_definition() -> BenchmarkDefinition:
         CARELESS_KEY,
         "1.0.0",
         list(careless_cases()),
-        [_invariant_check()],
+        [invariant_check()],
         bindings={"attempts": dict(ATTEMPTS)},
         description="Every careless answer the explorative model knows, each once",
     )
@@ -282,7 +263,7 @@ def session_definition() -> BenchmarkDefinition:
         SESSION_KEY,
         "1.0.0",
         [c for c in exploration_cases() if c.metadata["kind"] == "scenario"],
-        [_invariant_check()],
+        [invariant_check()],
         bindings={"compared_with": SHARED_ARM},
         description="Each customer in a new session, against the shared session's answers",
     )

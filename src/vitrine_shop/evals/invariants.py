@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from vitrine import Case, Observation, SubjectResponse
+from vitrine import AdmittedCheck, Case, ChanceFloor, Observation, SubjectResponse, admit, check
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product, Purchase
@@ -56,6 +56,7 @@ __all__ = [
     "asked_about_health",
     "claims_purchase",
     "excluded_terms",
+    "invariant_check",
     "invariant_observation",
     "latest_budget",
     "required_attributes",
@@ -722,20 +723,27 @@ def _search_admits(args: Mapping[str, Any], product: Product) -> list[str]:
 def _search_violations(
     args: Mapping[str, Any], products: Sequence[Mapping[str, Any]], world: World
 ) -> list[Violation]:
+    found = _listing_violations("search_products", args, products, world, _search_admits)
+    numeric = [s for s in (h.get("score") for h in products) if isinstance(s, int | float)]
+    if numeric != sorted(numeric, reverse=True):
+        found.append(_contract("search_products", "results are not best first"))
+    return found
+
+
+def _listing_violations(
+    name: str,
+    args: Mapping[str, Any],
+    products: Sequence[Mapping[str, Any]],
+    world: World,
+    rejects: Callable[[Mapping[str, Any], Product], list[str]],
+) -> list[Violation]:
+    """Every listed product the listing's own arguments reject, and completeness."""
     found = []
     for hit in products:
         product = world.catalogue.get(str(hit.get("sku")))
         if product is not None:
-            found += [
-                _contract("search_products", f"{product.sku} {why}")
-                for why in _search_admits(args, product)
-            ]
-    scores = [h.get("score") for h in products]
-    numeric = [s for s in scores if isinstance(s, int | float)]
-    if numeric != sorted(numeric, reverse=True):
-        found.append(_contract("search_products", "results are not best first"))
-    found += _completeness("search_products", args, products, world, _search_admits)
-    return found
+            found += [_contract(name, f"{product.sku} {why}") for why in rejects(args, product)]
+    return found + _completeness(name, args, products, world, rejects)
 
 
 def _completeness(
@@ -781,15 +789,7 @@ def _browse_rejects(args: Mapping[str, Any], product: Product) -> list[str]:
 def _browse_violations(
     args: Mapping[str, Any], products: Sequence[Mapping[str, Any]], world: World
 ) -> list[Violation]:
-    found = []
-    for hit in products:
-        product = world.catalogue.get(str(hit.get("sku")))
-        if product is not None:
-            found += [
-                _contract("browse_category", f"{product.sku} {why}")
-                for why in _browse_rejects(args, product)
-            ]
-    return found + _completeness("browse_category", args, products, world, _browse_rejects)
+    return _listing_violations("browse_category", args, products, world, _browse_rejects)
 
 
 def _presentation_violations(
@@ -871,6 +871,21 @@ def response_violations(
         outputs = [ToolOutput.from_dict(o) for o in raw if isinstance(o, Mapping)]
         found += tool_violations(outputs, request, world)
     return found
+
+
+def invariant_check(world: World | None = None) -> AdmittedCheck:
+    """The admitted check that holds each trial to the invariants against ``world`` (the
+    packaged one by default)."""
+
+    async def held(case: Case, response: SubjectResponse) -> Observation:
+        return invariant_observation(case, response, world=world)
+
+    return admit(
+        check(INVARIANT_CHECK, "1.0.0")(held),
+        ChanceFloor.not_derivable(
+            "an invariant of the data holds or not: no random-draw population"
+        ),
+    )
 
 
 def invariant_observation(

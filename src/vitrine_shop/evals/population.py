@@ -20,18 +20,12 @@ from decimal import Decimal
 from typing import Any
 
 from vitrine import (
-    AdmittedCheck,
     BenchmarkDefinition,
     Case,
-    ChanceFloor,
-    Observation,
-    SubjectResponse,
-    admit,
-    check,
 )
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product, Purchase
-from vitrine_shop.evals.invariants import World, invariant_observation
+from vitrine_shop.evals.invariants import World, invariant_check
 from vitrine_shop.operations import ShopServices
 
 __all__ = [
@@ -155,19 +149,6 @@ def _cases(customers: Sequence[Persona]) -> list[Case]:
     return cases
 
 
-async def _held_to_population(case: Case, response: SubjectResponse) -> Observation:
-    return invariant_observation(case, response, world=population_world())
-
-
-def _population_check() -> AdmittedCheck:
-    return admit(
-        check("data-invariants", "1.0.0")(_held_to_population),
-        ChanceFloor.not_derivable(
-            "an invariant of the data holds or not: no random-draw population"
-        ),
-    )
-
-
 @functools.cache
 def population_definition() -> BenchmarkDefinition:
     customers = synthetic_customers(World.shipped())
@@ -175,7 +156,7 @@ def population_definition() -> BenchmarkDefinition:
         POPULATION_KEY,
         "1.0.0",
         _cases(customers),
-        [_population_check()],
+        [invariant_check(population_world())],
         bindings={"seed": POPULATION_SEED, "customers": len(customers)},
         description="A generated population of customers, held to the data invariants",
     )
