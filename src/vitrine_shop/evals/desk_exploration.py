@@ -184,12 +184,17 @@ def desk_definition() -> BenchmarkDefinition:
 
 
 def served_assistant_arm(
-    services: ServicesFactory = shared_services, arm_id: str = SERVED_ARM
+    services: ServicesFactory = shared_services,
+    arm_id: str = SERVED_ARM,
+    *,
+    neighbour_first: bool = False,
 ) -> Arm:
     """The assistant ``vitrine serve`` runs (front desk on, the agent behind it), in process.
 
     One assistant answers every trial of the arm, as one service answers every customer, so
-    anything it keeps between turns can show up in another customer's answer.
+    anything it keeps between turns can show up in another customer's answer. With
+    ``neighbour_first`` each trial first puts the same turns to the assistant as another
+    customer: an answer must not depend on who asked the same thing just before.
     """
     assistants: list[ShopAssistant] = []
 
@@ -197,10 +202,21 @@ def served_assistant_arm(
         if not assistants:
             options = ServiceOptions(architecture=ARCHITECTURE, front_desk=True)
             assistants.append(in_process_assistant(options, services()))
+        assistant = assistants[0]
         request = ShopRequest.from_case_input(case.input)
-        reply = await assistants[0].reply(request.persona_id, request.user_turns)
+        if neighbour_first:
+            await assistant.reply(_neighbour(request.persona_id), request.user_turns)
+        reply = await assistant.reply(request.persona_id, request.user_turns)
         structured: dict[str, Any] = {"layer": reply.layer, "skus": list(reply.items)}
         structured.update({k: v for k, v in reply.facts.items() if k in ("intent", "screen")})
         return SubjectResponse(answer=reply.answer, tool_calls=None, structured=structured)
 
     return Arm(arm_id, subject, {"architecture": ARCHITECTURE, "front_desk": True})
+
+
+def _neighbour(persona_id: str | None) -> str:
+    """Another customer with a history, the next in id order."""
+    ids = sorted(p.id for p in World.shipped().personas.values() if p.has_evidence)
+    if persona_id not in ids:
+        return ids[0]
+    return ids[(ids.index(persona_id) + 1) % len(ids)]

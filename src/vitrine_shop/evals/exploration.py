@@ -165,7 +165,10 @@ def _variants(persona: Persona, world: World, number: int) -> list[Case]:
         and term.replace("-", "").isalpha()
     )
     ranked = [tag for tag, _ in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))]
-    requires = _REQUIRES[number % len(_REQUIRES)]
+    # Half the variant kinds go to each customer (by parity), so the phrasing turns on the
+    # other bits of the number: every phrasing meets every kind somewhere in the cohort.
+    phrasing = number // 2
+    requires = _REQUIRES[phrasing % len(_REQUIRES)]
     if ranked:
         turns = (_GENERIC, f"One more thing: {requires.format(ranked[0])}.")
         cases.append(
@@ -178,7 +181,7 @@ def _variants(persona: Persona, world: World, number: int) -> list[Case]:
     brands = Counter(p.brand for p in offered if p.stock_units > 0)
     if brands:
         brand = sorted(brands.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-        ruled_out = _RULES_OUT[number % len(_RULES_OUT)].format(brand)
+        ruled_out = _RULES_OUT[phrasing % len(_RULES_OUT)].format(brand)
         asked = ShopRequest.single(pid, f"{_GENERIC} {ruled_out}")
         cases.append(_case(f"{pid}-brand-excluded", asked, "exclusion stated"))
     owned = sorted(persona.owned_skus)
@@ -332,7 +335,10 @@ def exploration_plan(services: ServicesFactory = shared_services) -> Plan:
         (careless_definition(), _agent_arm("careless-explorer", services, explore=True)),
         # The scenario cases share last messages across customers (the cohort's question):
         # one served assistant must still answer each customer as the agent does.
-        (session_definition(), served_assistant_arm(services, SERVED_SHARED_ARM)),
+        (
+            session_definition(),
+            served_assistant_arm(services, SERVED_SHARED_ARM, neighbour_first=True),
+        ),
         (session_definition(), fresh),
         (desk_definition(), served_assistant_arm(services)),
         (population_definition(), _agent_arm("population-agent", populated, explore=False)),
