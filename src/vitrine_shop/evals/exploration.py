@@ -380,6 +380,13 @@ def _arm_facts(run: RunResult) -> dict[str, Any]:
         "rules": dict(rules),
         "examples": examples,
         "tool_outputs": sum(int(r.observation.evidence.get("tool_outputs") or 0) for r in measured),
+        # An offline subject has no provider between it and the harness: when it raises, the
+        # shop's own code failed the customer, and the gate counts that as a failure.
+        "crashed": len(run.subject_errors),
+        "crash_examples": [
+            {"case": case, "error": error[:160]}
+            for case, error in sorted(run.subject_errors.items())[:_EXAMPLES]
+        ],
     }
 
 

@@ -163,7 +163,8 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
         if not isinstance(facts, Mapping) or int(facts.get("trials", 0)) == 0:
             return Observation.not_applicable(f"the {arm_id} arm ran no exploration trial")
         cases = int(facts.get("cases", 0))
-        if int(facts.get("measured", 0)) != cases:
+        # A crash of the offline shop is its own failure (evaluate below), not an absence.
+        if int(facts.get("measured", 0)) + int(facts.get("crashed", 0)) != cases:
             return Observation.not_measured(
                 f"the {arm_id} arm was measured on {facts.get('measured')} of {cases} cases"
             )
@@ -179,13 +180,18 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
         return Observation.not_measured("the tool sweep made no call")
     differ = list(sessions.get("differ") or ())
     served_differ = list(served.get("differ") or ())
-    broken = {arm: int(f["violations"]) for arm, f in arms.items() if int(f["violations"])}
+    broken = {
+        arm: int(f["violations"]) + int(f.get("crashed", 0))
+        for arm, f in arms.items()
+        if int(f["violations"]) or int(f.get("crashed", 0))
+    }
+    crashed = sum(int(f.get("crashed", 0)) for f in arms.values())
     rules: dict[str, int] = {}
     for facts in (*arms.values(), sweep):
         for rule, count in (facts.get("rules") or {}).items():
             rules[rule] = rules.get(rule, 0) + int(count)
     trials = sum(int(f["trials"]) for f in arms.values())
-    failed = sum(int(f["failed_trials"]) for f in arms.values())
+    failed = sum(int(f["failed_trials"]) + int(f.get("crashed", 0)) for f in arms.values())
     swept = int(sweep.get("violations", 0))
     passed = not broken and not differ and not served_differ and not swept
     if passed:
@@ -195,6 +201,8 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
         )
     else:
         parts = [f"{rule} {count}" for rule, count in sorted(rules.items())]
+        if crashed:
+            parts.append(f"the shop raised on {crashed} trial(s)")
         if differ:
             parts.append(f"new session differs on {len(differ)} case(s)")
         if served_differ:
