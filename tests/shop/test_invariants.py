@@ -359,3 +359,59 @@ def test_an_over_budget_out_of_stock_item_in_a_list_breaks_two_invariants():
     assert {"in-stock", "budget"} <= rules
     # Named in running text, the same product is talked about, not offered.
     assert not answer_violations(f"{empty.sku} is sold out.", request, world)
+
+
+# -- the tool sweep ---------------------------------------------------------------------------
+
+
+def _sweep_rules() -> dict[str, int]:
+    from vitrine_shop.arms import shared_services
+    from vitrine_shop.evals.tool_sweep import observe_tool_sweep
+
+    rules: dict[str, int] = asyncio.run(observe_tool_sweep(shared_services()))["rules"]
+    return rules
+
+
+def test_the_tool_sweep_finds_no_broken_contract_in_the_shipped_shop():
+    assert _sweep_rules() == {}
+
+
+def _browse_refuses_wide_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.ShopServices.browse_category
+
+    def browse(self: operations.ShopServices, category: str, limit: int = 10) -> Any:
+        if limit > 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        return original(self, category, limit)
+
+    monkeypatch.setattr(operations.ShopServices, "browse_category", browse)
+
+
+def _digest_praises_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.ShopServices.review_digest
+
+    def digest(self: operations.ShopServices, sku: str) -> dict[str, Any]:
+        found = original(self, sku)
+        return {**found, "digest": "consistently well rated"}
+
+    monkeypatch.setattr(operations.ShopServices, "review_digest", digest)
+
+
+def _stock_and_price_of_the_was_price(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.ShopServices.stock_and_price
+
+    def stock(self: operations.ShopServices, sku: str) -> dict[str, Any]:
+        facts = original(self, sku)
+        return {**facts, "price_chf": facts["was_price_chf"] or facts["price_chf"]}
+
+    monkeypatch.setattr(operations.ShopServices, "stock_and_price", stock)
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [_browse_refuses_wide_limits, _digest_praises_everything, _stock_and_price_of_the_was_price],
+    ids=lambda p: p.__name__,
+)
+def test_a_bug_planted_in_a_tool_breaks_a_contract_of_the_sweep(monkeypatch, plant):
+    plant(monkeypatch)
+    assert _sweep_rules().get("tool-contract", 0) > 0

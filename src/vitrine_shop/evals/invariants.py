@@ -647,6 +647,8 @@ def _tool_output_violations(
         found.append(_contract(name, f"answered with another record than {sku}"))
     if name == "present_recommendation":
         found += _presentation_violations(args, data, persona, world)
+    if name == "get_review_digest" and isinstance(data, Mapping):
+        found += _digest_violations(data, world)
     if name == "get_catalogue_statistics" and isinstance(data, Mapping):
         count = data.get("product_count")
         if count != len(world.catalogue):
@@ -660,6 +662,26 @@ def _tool_output_violations(
     return found
 
 
+_WELL_RATED = re.compile(r"(?i)\bwell rated\b")
+_POORLY_RATED = re.compile(r"(?i)\bpoorly rated\b")
+
+
+def _digest_violations(data: Mapping[str, Any], world: World) -> list[Violation]:
+    """What a review digest says must follow from the ratings: praise needs at least 4.0 over
+    enough ratings, "poorly rated" an average under 3.0."""
+    product = world.catalogue.get(str(data.get("sku")))
+    digest = str(data.get("digest") or "")
+    if product is None:
+        return []
+    rating, count = product.rating_average, product.rating_count or 0
+    praised = _WELL_RATED.search(digest) is not None
+    if praised and (rating is None or rating < 4.0 or count < _COLD_START_RATINGS):
+        return [_contract("get_review_digest", f"{product.sku} is called well rated at {rating}")]
+    if _POORLY_RATED.search(digest) and (rating is None or rating >= 3.0):
+        return [_contract("get_review_digest", f"{product.sku} is called poorly rated at {rating}")]
+    return []
+
+
 def _refusal_violations(name: str, args: Mapping[str, Any], world: World) -> list[Violation]:
     # A lookup of a real, well-formed SKU must be answered; refusing it hides the catalogue.
     sku = args.get("sku")
@@ -671,6 +693,13 @@ def _refusal_violations(name: str, args: Mapping[str, Any], world: World) -> lis
         and (not isinstance(args.get("limit", 1), int) or 1 <= int(args.get("limit", 1)) <= 20)
     ):
         return [_contract(name, f"a lookup of catalogued {sku} failed")]
+    limit = args.get("limit", 1)
+    in_range = isinstance(limit, int) and 1 <= limit <= 20
+    if name == "browse_category" and in_range and set(args) <= {"category", "limit"}:
+        # A department or path the catalogue itself has must be browsable.
+        named = str(args.get("category", ""))
+        if any(not _browse_rejects(args, p) for p in world.catalogue):
+            return [_contract(name, f"browsing {named!r}, which the catalogue has, failed")]
     return []
 
 
