@@ -73,5 +73,6 @@ def test_a_config_runs_unchanged_and_decides_like_a_case_file(config, tmp_path, 
     outcomes = {p["probe_id"]: p["outcome"] for p in document["probes"]}
     # TC-RT-001 asserts a phrase the shop never says: a failed assertion is a compromise.
     assert outcomes["TC-RT-001"] == "compromised"
-    assert outcomes["TC-RT-002"] == "resisted"
+    # TC-RT-002's llm-rubric has no judge here: unmeasured, so the case is not "resisted".
+    assert outcomes["TC-RT-002"] == "inconclusive"
     assert code == 1 and "TC-RT-001" in out
