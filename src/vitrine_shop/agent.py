@@ -82,6 +82,7 @@ class ShopAgent:
         max_turns: int = 16,
         canary: str | None = None,
         output_transform: Callable[[str, str], str] | None = None,
+        traced: bool = True,
     ) -> None:
         if tool_call_budget < 0:
             raise ValueError(f"tool_call_budget must be 0 or more, got {tool_call_budget}")
@@ -94,6 +95,9 @@ class ShopAgent:
         self.max_turns = max_turns
         self.canary = canary if canary is not None else new_canary()
         self._output_transform = output_transform
+        # Off for the hundreds of exploratory conversations of an offline gate, whose spans
+        # would bury the conversations a trace is read for.
+        self.traced = traced
 
     async def answer(self, request: ShopRequest) -> SubjectResponse:
         """Run one conversation to its end and report the answer with its evidence.
@@ -112,12 +116,16 @@ class ShopAgent:
             customer_id=customer_id,
             max_calls=self.tool_call_budget,
             output_transform=self._output_transform,
+            traced=self.traced,
         )
         run = _Run(
             [ChatMessage("system", prompt), *(ChatMessage("user", t) for t in request.user_turns)],
             TokenUsage(),
         )
-        with tracing.agent_span("shop-agent"):
+        if self.traced:
+            with tracing.agent_span("shop-agent"):
+                await self._converse(run, toolbox)
+        else:
             await self._converse(run, toolbox)
         answer = run.answer if run.stop == StopReason.ANSWERED else _bounded_answer(run, toolbox)
         screen = screen_answer(
@@ -158,8 +166,11 @@ class ShopAgent:
     async def _converse(self, run: _Run, toolbox: ToolBox) -> None:
         specs = toolbox.specs()
         for _ in range(self.max_turns):
-            completion = await tracing.complete(
-                self.model, ChatRequest(tuple(run.messages), tools=specs, purpose=AGENT_PURPOSE)
+            request = ChatRequest(tuple(run.messages), tools=specs, purpose=AGENT_PURPOSE)
+            completion = await (
+                tracing.complete(self.model, request)
+                if self.traced
+                else self.model.complete(request)
             )
             run.model_calls += 1
             if completion.usage is not None:

@@ -243,6 +243,7 @@ class ToolBox:
         approvals: ApprovalGate | None = None,
         max_calls: int | None = None,
         output_transform: Callable[[str, str], str] | None = None,
+        traced: bool = True,
     ) -> None:
         if max_calls is not None and max_calls < 0:
             raise ValueError(f"max_calls must be 0 or more, got {max_calls}")
@@ -252,6 +253,9 @@ class ToolBox:
         self.customer_id = customer_id
         self.approvals = approvals if approvals is not None else ApprovalGate()
         self.max_calls = max_calls
+        # Off for an inspection that is no conversation (a sweep of every tool): its calls
+        # would bury a trace's conversations under thousands of spans.
+        self.traced = traced
         self._transform = output_transform
         self._journal: list[ToolCallRecord] = []
         self._outputs: list[dict[str, Any]] = []
@@ -305,6 +309,8 @@ class ToolBox:
         With tracing on the call is an ``execute_tool`` span; ``call_id`` is the model's id of
         the call, which the span carries.
         """
+        if not self.traced:
+            return await self._call(name, arguments)
         with tracing.tool_span(name, call_id, arguments) as span:
             result = await self._call(name, arguments)
             tracing.record_tool_result(span, result.status.value, result.to_model_text)

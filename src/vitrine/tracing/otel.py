@@ -29,6 +29,11 @@ __all__ = ["OtelBackend"]
 
 _SCOPE = "vitrine"
 _EXPORT_TIMEOUT_S = 10.0
+_QUEUE_SPANS = 65_536
+# Draining thousands of queued spans takes several export requests; a flush bounded by one
+# request's timeout cut the tail of a long suite's trace (parents end last, so they were lost).
+_FLUSH_S = 60.0
+_BATCH_SPANS = 512
 
 
 class _OtelSpan:
@@ -74,7 +79,13 @@ class OtelBackend:
                     endpoint=settings.traces_url,
                     headers=dict(settings.headers),
                     timeout=_EXPORT_TIMEOUT_S,
-                )
+                ),
+                # The SDK's default queue (2,048 spans) drops spans silently when a suite
+                # produces them faster than one export drains them: an offline suite makes
+                # thousands in seconds. A deeper queue keeps every span; batches stay small
+                # enough for a collector to accept each request.
+                max_queue_size=_QUEUE_SPANS,
+                max_export_batch_size=_BATCH_SPANS,
             )
         )
         self._tracer = self._provider.get_tracer(_SCOPE)
@@ -123,7 +134,7 @@ class OtelBackend:
 
     def shutdown(self) -> None:
         """Export every finished span, post the queued scores, and stop."""
-        self._provider.force_flush(int(_EXPORT_TIMEOUT_S * 1000))
+        self._provider.force_flush(int(_FLUSH_S * 1000))
         self._provider.shutdown()
         if self._scores is not None:
             self._scores.flush()

@@ -289,7 +289,8 @@ def _agent_arm(arm_id: str, services: ServicesFactory, explore: bool) -> Arm:
             if explore
             else scripted.ScriptedShopModel()
         )
-        return await ShopAgent(model, shop).answer(ShopRequest.from_case_input(case.input))
+        agent = ShopAgent(model, shop, traced=False)
+        return await agent.answer(ShopRequest.from_case_input(case.input))
 
     return Arm(arm_id, subject, {"architecture": "agent", "explorative": explore})
 

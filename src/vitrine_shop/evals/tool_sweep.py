@@ -102,11 +102,11 @@ async def observe_tool_sweep(services: ShopServices, world: World | None = None)
     """Run the sweep against ``services``; how many calls, and every contract they broke."""
     world = world or World.shipped()
     boxes: dict[str | None, ToolBox] = {}
-    for customer, (name, arguments) in sweep_calls(world):
+    for number, (customer, (name, arguments)) in enumerate(sweep_calls(world)):
         box = boxes.get(customer)
         if box is None:
-            box = boxes[customer] = ToolBox(services, customer_id=customer)
-        await box.call(name, arguments)
+            box = boxes[customer] = ToolBox(services, customer_id=customer, traced=False)
+        await box.call(name, arguments, call_id=f"call-sweep-{number}")
     violations: list[Violation] = []
     calls = 0
     for customer, box in boxes.items():

@@ -385,7 +385,7 @@ class ExplorativeShopModel:
 
     def _call(self, calls: Sequence[Call]) -> ChatCompletion:
         requests = tuple(
-            ToolCallRequest(f"explore-{self.calls}-{i}", name, json.dumps(arguments))
+            ToolCallRequest(f"call-{self.calls}-{i}", name, json.dumps(arguments))
             for i, (name, arguments) in enumerate(calls)
         )
         return ChatCompletion(
