@@ -74,6 +74,7 @@ COMMANDS: dict[str, str] = {
     "board": "open the evaluation board over a run store, or export it",
     "runs": "list sealed runs; find and sweep what a killed process left",
     "ci": "write CI workflows for the suite's evaluation layers",
+    "power": "what a paired comparison or a Wilson rule can detect, before a paid run",
 }
 # The protocol's flags, each the same request as a command: documented in `vitrine --help`.
 ALIASES: dict[str, str] = {
@@ -105,6 +106,7 @@ SUBCOMMANDS: dict[str, str] = {
     "runs": "vitrine.store.command",
     "serve": "vitrine.service.command",
     "mutants": "vitrine.mutants.command",
+    "power": "vitrine.power_command",
 }
 
 

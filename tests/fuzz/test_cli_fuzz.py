@@ -99,6 +99,16 @@ SPECS: dict[str, tuple[list[str], Pairs]] = {
         ["runs", "sweep"],
         [("--older-than", BAD_NUMBER), ("--output", FOLDER_EXPECTED)],
     ),
+    "power": (
+        ["power", "paired"],
+        [
+            ("--discordance", BAD_NUMBER | st.sampled_from(["0", "1", "1.5"])),
+            ("--win-rate", BAD_NUMBER | st.just("1.01")),
+            ("--cases", BAD_NUMBER | st.just("0")),
+            ("--alpha", BAD_NUMBER | st.just("1")),
+            ("--target", BAD_NUMBER | st.just("0")),
+        ],
+    ),
     "ci": (
         ["ci", "init"],
         [

@@ -10,17 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from vitrine.plans.base import PlanRequest, UsageError
 
-__all__ = ["WorkloadPreview", "require_paid_confirmation"]
+__all__ = ["PowerStatement", "WorkloadPreview", "require_paid_confirmation"]
 
 REQUEST_COUNT_NOTE = (
     "tool use and provider retries can make the number of low-level model requests larger "
     "than the subject-trial count"
 )
 CEILING_NOTE = "token ceilings are per request, not a session price cap"
+
+
+class PowerStatement(Protocol):
+    """What the plan's decision rule can detect (a design of :mod:`vitrine.power`)."""
+
+    def lines(self) -> list[str]: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +40,7 @@ class WorkloadPreview:
     subject_max_output_tokens: int
     judge_max_output_tokens: int
     paid: bool
+    power: PowerStatement | None
 
     def __init__(
         self,
@@ -43,6 +52,7 @@ class WorkloadPreview:
         subject_max_output_tokens: int,
         judge_max_output_tokens: int,
         paid: bool,
+        power: PowerStatement | None = None,
     ) -> None:
         if not scenarios or not arms:
             raise ValueError("a workload needs at least one scenario and one arm")
@@ -61,6 +71,7 @@ class WorkloadPreview:
         object.__setattr__(self, "subject_max_output_tokens", subject_max_output_tokens)
         object.__setattr__(self, "judge_max_output_tokens", judge_max_output_tokens)
         object.__setattr__(self, "paid", paid)
+        object.__setattr__(self, "power", power)
 
     @property
     def subject_trials(self) -> int:
@@ -89,6 +100,7 @@ class WorkloadPreview:
             f"  output-token ceilings: subject {self.subject_max_output_tokens:,} per request, "
             f"judge {self.judge_max_output_tokens:,} per request ({CEILING_NOTE})",
             f"  note: {REQUEST_COUNT_NOTE}",
+            *(self.power.lines() if self.power is not None else ()),
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,6 +116,7 @@ class WorkloadPreview:
             "judge_max_output_tokens": self.judge_max_output_tokens,
             "paid": self.paid,
             "notes": [REQUEST_COUNT_NOTE, CEILING_NOTE],
+            "power": self.power.to_dict() if self.power is not None else None,
         }
 
 
