@@ -137,9 +137,10 @@ def _reports(root: Path, count: int) -> None:
         (directory / "report.json").write_bytes(encode_json(header))
 
 
-def _get(url: str) -> tuple[float, bytes]:
+def _get(url: str, token: str) -> tuple[float, bytes]:
     started = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=60) as reply:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=60) as reply:
         body = reply.read()
     return time.perf_counter() - started, body
 
@@ -175,22 +176,22 @@ def main() -> int:
         try:
             assert board.stdout is not None
             line = board.stdout.readline()
-            url = re.search(r"http://\S+/", line)
+            url = re.search(r"(http://\S+/)\?token=(\S+)", line)
             if url is None:
-                print(f"the board did not start: {line.strip()}")
+                print("the board did not start (it printed no address with its token)")
                 return 4
-            base = url.group(0)
+            base, token = url.group(1), url.group(2)
             ready = time.perf_counter() - launched
             _, idle_peak = _rss_mb(board.pid)
-            cold, body = _get(base)
+            cold, body = _get(base, token)
             total = f"of {args.runs + args.reports}".encode()
             assert total in body, "the index does not list every run and report"
-            warm = [_get(base)[0] for _ in range(args.repeat)]
-            deep = [_get(f"{base}?arm=echo-c&page=40")[0] for _ in range(args.repeat)]
+            warm = [_get(base, token)[0] for _ in range(args.repeat)]
+            deep = [_get(f"{base}?arm=echo-c&page=40", token)[0] for _ in range(args.repeat)]
             run_id = re.search(rb'href="/run/benchmark/([^"]+)"', body).group(1).decode()  # type: ignore[union-attr]
-            first_open, _ = _get(f"{base}run/benchmark/{run_id}")
-            opened = [_get(f"{base}run/benchmark/{run_id}")[0] for _ in range(args.repeat)]
-            trial = [_get(f"{base}trial/{run_id}/c3")[0] for _ in range(args.repeat)]
+            first_open, _ = _get(f"{base}run/benchmark/{run_id}", token)
+            opened = [_get(f"{base}run/benchmark/{run_id}", token)[0] for _ in range(args.repeat)]
+            trial = [_get(f"{base}trial/{run_id}/c3", token)[0] for _ in range(args.repeat)]
             rss, peak = _rss_mb(board.pid)
         finally:
             board.terminate()

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.skipif(
 
 
 @contextlib.contextmanager
-def _browser(url: str) -> Iterator[tuple[Any, str, list[str], list[str]]]:
+def _browser(server: Any) -> Iterator[tuple[Any, str, list[str], list[str]]]:
+    url = server.url
     sync_api = pytest.importorskip("playwright.sync_api")
     dialogs: list[str] = []
     foreign: list[str] = []
@@ -40,6 +41,8 @@ def _browser(url: str) -> Iterator[tuple[Any, str, list[str], list[str]]]:
                 lambda r: None if r.url.startswith(url) else foreign.append(r.url),
             )
             tab.set_default_timeout(20_000)
+            tab.goto(server.login_url)  # as its owner does: the printed address, token and all
+            assert tab.url == url, "the token stays out of the address once it is a cookie"
             yield tab, url, dialogs, foreign
         finally:
             browser.close()
@@ -59,7 +62,7 @@ def empty_board_page(tmp_path: Path) -> Iterator[tuple[Any, str, list[str], list
     from vitrine.board.app import Board
     from vitrine.board.server import serve
 
-    with serve(Board(tmp_path)) as server, _browser(server.url) as opened:
+    with serve(Board(tmp_path)) as server, _browser(server) as opened:
         yield opened
 
 

@@ -141,25 +141,31 @@ def _post(url: str, body: str, headers: dict[str, str]) -> tuple[int, str]:
 
 
 def test_cross_site_and_tokenless_posts_are_refused(served):
-    board, url = served
+    board, server = served
+    url = server.url
     run = next(h for h in board.catalog.headers() if h.kind == "redteam")
     target = f"{url}redteam/{run.key}/sign-off"
     form = f"finding=F-x&by=eve&reason=r&csrf={board.csrf_token}"
     origin = url.rstrip("/")
-    status, text = _post(target, form, {"Origin": "http://evil.example"})
+    owner = {"Authorization": f"Bearer {server.token}"}
+    status, text = _post(target, form, {**owner, "Origin": "http://evil.example"})
     assert (status, "cross-site form posts are refused" in text) == (403, True)
-    status, text = _post(target, form, {"Sec-Fetch-Site": "cross-site", "Origin": origin})
+    status, text = _post(target, form, {**owner, "Sec-Fetch-Site": "cross-site", "Origin": origin})
     assert status == 403
-    status, text = _post(target, "finding=F-x&by=eve&reason=r", {"Origin": origin})
+    status, text = _post(target, "finding=F-x&by=eve&reason=r", {**owner, "Origin": origin})
     assert (status, "anti-forgery token" in text) == (403, True)
-    status, text = _post(url + "setup/start", form, {"Origin": origin, "Host": "evil.example"})
+    status, text = _post(
+        url + "setup/start", form, {**owner, "Origin": origin, "Host": "evil.example"}
+    )
     assert status == 403
 
 
 def test_board_binds_loopback_and_answers_with_a_content_security_policy(served):
-    _, url = served
+    _, server = served
+    url = server.url
     assert url.startswith("http://127.0.0.1:")
-    with urllib.request.urlopen(url, timeout=10) as reply:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {server.token}"})
+    with urllib.request.urlopen(request, timeout=10) as reply:
         policy = reply.headers["Content-Security-Policy"]
     assert "script-src 'self'" in policy
     assert "default-src 'none'" in policy

@@ -20,7 +20,7 @@ from vitrine.bench.results import RunResult
 from vitrine.board.catalog import DOCUMENTS, KINDS, VERDICTS, Catalog, RunHeader
 from vitrine.board.compare import BUCKETS, compare_sides
 from vitrine.board.query import IndexQuery, Page, QueryError
-from vitrine.board.render import render
+from vitrine.board.render import render, static_file
 from vitrine.board.runs import (
     BoardError,
     check_views,
@@ -32,15 +32,24 @@ from vitrine.board.setup import BOARD_MAX_REPETITIONS, JobRunner, SetupRequest, 
 from vitrine.board.trends import MAX_POINTS, trends_for
 from vitrine.redact import describe_exception
 from vitrine.redteam.report import write_run_html
-from vitrine.redteam.runs import RunNotFoundError, finding_states, load_run, read_signoffs, sign_off
+from vitrine.redteam.runs import (
+    RunIntegrityError,
+    RunNotFoundError,
+    finding_states,
+    load_run,
+    read_signoffs,
+    sign_off,
+)
 from vitrine.reports.writer import ReportSchemaError, load_report
+from vitrine.store.errors import TamperedRunError
 from vitrine.store.naming import sanitize_file_name
 from vitrine.suite import DEFAULT_SUITE, SuiteLoadError, load_suite
 
-__all__ = ["Board", "Reply", "static_name"]
+__all__ = ["ROUTES", "Board", "Reply", "Route", "static_name"]
 
 _HTML = "text/html; charset=utf-8"
 _SIBLINGS = 30
+_Params = Mapping[str, Sequence[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +66,54 @@ class Reply:
     @classmethod
     def redirect(cls, location: str) -> Reply:
         return cls(303, b"", headers={"Location": location})
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One address the board answers: a method and a path whose ``{name}`` segments are
+    parameters (``{number}`` only digits). Every page, file and action is one of :data:`ROUTES`,
+    so what guards the board (its access token) can be checked against each of them."""
+
+    method: str
+    path: str
+
+    @property
+    def segments(self) -> tuple[str, ...]:
+        return tuple(part for part in self.path.split("/") if part)
+
+    def match(self, parts: Sequence[str]) -> list[str] | None:
+        """The parameters' values when ``parts`` is this route's path, else None."""
+        pattern = self.segments
+        if len(parts) != len(pattern):
+            return None
+        values = []
+        for part, expected in zip(parts, pattern, strict=True):
+            if expected == "{number}":
+                if not part.isdigit():
+                    return None
+                values.append(part)
+            elif expected.startswith("{"):
+                values.append(part)
+            elif part != expected:
+                return None
+        return values
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", ""),
+    Route("GET", "compare"),
+    Route("GET", "trends"),
+    Route("GET", "controls"),
+    Route("GET", "redteam"),
+    Route("GET", "setup"),
+    Route("GET", "run/{kind}/{key}"),
+    Route("GET", "trial/{run}/{case}"),
+    Route("GET", "job/{number}"),
+    Route("GET", "api/job/{number}"),
+    Route("GET", "static/{file}"),
+    Route("POST", "redteam/{run}/sign-off"),
+    Route("POST", "setup/start"),
+)
 
 
 class Board:
@@ -76,16 +133,12 @@ class Board:
         self.jobs = JobRunner()
         self.csrf_token = secrets.token_urlsafe(32)
         self.static = static  # an exported copy: no forms, links to files
+        self._handlers = self._route_handlers()
 
     # -- routing ----------------------------------------------------------------------------
 
     def get(self, path: str, params: Mapping[str, Sequence[str]]) -> Reply:
-        parts = _segments(path)
-        try:
-            return self._route_get(parts, params)
-        except (BoardError, QueryError) as exc:
-            status = exc.status if isinstance(exc, BoardError) else 400
-            return self._refusal(str(exc), status)
+        return self._dispatch("GET", path, params)
 
     def post(self, path: str, form: Mapping[str, str]) -> Reply:
         if not hmac.compare_digest(form.get("csrf", ""), self.csrf_token):
@@ -94,39 +147,51 @@ class Board:
                 "stale): reload the page and submit it again",
                 403,
             )
+        return self._dispatch("POST", path, {k: [v] for k, v in form.items()})
+
+    def _dispatch(self, method: str, path: str, params: Mapping[str, Sequence[str]]) -> Reply:
         parts = _segments(path)
         try:
-            if parts[:1] == ["redteam"] and len(parts) == 3 and parts[2] == "sign-off":
-                return self._sign_off(parts[1], form)
-            if parts == ["setup", "start"]:
-                return self._start(form)
-        except BoardError as exc:
-            return self._refusal(str(exc), exc.status)
-        return self._refusal(f"nothing accepts a form at {path}", 404)
+            for route in ROUTES:
+                if route.method == method and (args := route.match(parts)) is not None:
+                    return self._handlers[route.path](args, params)
+            if method == "POST":
+                raise BoardError(f"nothing accepts a form at {path}", 404)
+            raise BoardError(f"the board has no page at /{'/'.join(parts)}")
+        except (BoardError, QueryError) as exc:
+            status = exc.status if isinstance(exc, BoardError) else 400
+            return self._refusal(str(exc), status)
+        except (RunIntegrityError, TamperedRunError) as exc:  # evidence that fails its check
+            return self._refusal(str(exc), 409)
 
-    def _route_get(self, parts: list[str], params: Mapping[str, Sequence[str]]) -> Reply:
-        def one(name: str) -> str:
+    def _route_handlers(self) -> dict[str, Callable[[list[str], _Params], Reply]]:
+        """What answers each of :data:`ROUTES`, by its path (the two must name the same)."""
+
+        def one(params: _Params, name: str) -> str:
             values = params.get(name) or [""]
             return values[-1].strip()
 
-        routes: dict[str, Callable[[], Reply]] = {
-            "": lambda: self.index(IndexQuery.parse(params)),
-            "compare": lambda: self.compare(one("a"), one("b")),
-            "trends": lambda: self.trends(one("hash")),
-            "controls": self.controls,
-            "redteam": self.redteam,
-            "setup": self.setup_page,
+        def form(params: _Params) -> dict[str, str]:
+            return {k: v[-1] for k, v in params.items() if v}
+
+        handlers: dict[str, Callable[[list[str], _Params], Reply]] = {
+            "": lambda _, p: self.index(IndexQuery.parse(p)),
+            "compare": lambda _, p: self.compare(one(p, "a"), one(p, "b")),
+            "trends": lambda _, p: self.trends(one(p, "hash")),
+            "controls": lambda _, p: self.controls(),
+            "redteam": lambda _, p: self.redteam(),
+            "setup": lambda _, p: self.setup_page(),
+            "run/{kind}/{key}": lambda a, _: self.run(a[0], a[1]),
+            "trial/{run}/{case}": lambda a, _: self.trial(a[0], a[1]),
+            "job/{number}": lambda a, _: self.job(int(a[0])),
+            "api/job/{number}": lambda a, _: self.job_json(int(a[0])),
+            "static/{file}": lambda a, _: _static(a[0]),
+            "redteam/{run}/sign-off": lambda a, p: self._sign_off(a[0], form(p)),
+            "setup/start": lambda _, p: self._start(form(p)),
         }
-        head = parts[0] if parts else ""
-        if head in routes and len(parts) <= 1:
-            return routes[head]()
-        if head == "run" and len(parts) == 3:
-            return self.run(parts[1], parts[2])
-        if head == "trial" and len(parts) == 3:
-            return self.trial(parts[1], parts[2])
-        if head == "job" and len(parts) == 2 and parts[1].isdigit():
-            return self.job(int(parts[1]))
-        raise BoardError(f"the board has no page at /{'/'.join(parts)}")
+        unanswered = {route.path for route in ROUTES} ^ set(handlers)
+        assert not unanswered, f"board routes without a handler (or the reverse): {unanswered}"
+        return handlers
 
     # -- pages ------------------------------------------------------------------------------
 
@@ -377,6 +442,13 @@ class Board:
         except BoardError as exc:
             return Reply(404, json.dumps({"error": str(exc)}).encode(), "application/json")
         return Reply(200, body.encode(), "application/json")
+
+
+def _static(name: str) -> Reply:
+    found = static_file(name)
+    if found is None:
+        raise BoardError(f"the board has no file {name!r}")
+    return Reply(200, found[0], found[1])
 
 
 def _segments(path: str) -> list[str]:

@@ -5,9 +5,10 @@
     vitrine board [--store DIR] [--port N] [--host ADDR] [--suite MODULE:ATTR]
     vitrine board export DIR [--store DIR] [--max-runs N]
 
-The board listens on 127.0.0.1 and a free port unless told otherwise, prints its address, and
-runs until interrupted. Exit codes: 0 stopped cleanly or exported, 2 invalid arguments, 4 the
-store or the port cannot be used.
+The board listens on 127.0.0.1 and a free port unless told otherwise, prints its address (with
+the access token every request needs, drawn anew at each start), and runs until interrupted.
+Exit codes: 0 stopped cleanly or exported, 2 invalid arguments, 4 the store or the port cannot
+be used.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def _serve(root: Path, args: argparse.Namespace) -> int:
                     f"{PROG}: warning: listening on {args.host}: anyone who can reach it can "
                     "read this store\n"
                 )
-            out.write(f"{PROG}: {server.url} (store {root}); Ctrl-C stops it\n")
+            # The address carries the access token: the board is whoever holds this line's.
+            out.write(f"{PROG}: {server.login_url} (store {root}); Ctrl-C stops it\n")
             out.flush()
             import threading
 

@@ -1,25 +1,41 @@
 """The board's HTTP server: the standard library's threading server, on loopback by default.
 
-It is a local tool over files a person owns, so it defends the two ways a web page elsewhere
-could reach it: a request whose ``Host`` is not this board's address is refused (DNS
-rebinding), and a form post must come from the board itself (same-origin ``Origin`` or
-``Sec-Fetch-Site``, plus the per-process anti-forgery token checked by :class:`Board`). Every
-page carries a Content-Security-Policy that allows only the board's own script and styles.
+It is a local tool over files a person owns. Loopback is shared by every user of the machine,
+so the board is its owner's by a secret: an access token drawn when it starts and printed in
+the address it announces (as a notebook server does). Every request, each page, static file
+and action alike, must carry it: as ``?token=`` once (answered with an HttpOnly, same-site
+cookie and a redirect to the same page without it), as that cookie, or as an
+``Authorization: Bearer`` header. Without it the answer is 401 and nothing of the store. The
+token is never written into a page, a log or a file.
+
+It also defends the two ways a web page elsewhere could reach it: a request whose ``Host`` is
+not this board's address is refused (DNS rebinding), and a form post must come from the board
+itself (same-origin ``Origin`` or ``Sec-Fetch-Site``, plus the per-process anti-forgery token
+checked by :class:`Board`). Every page carries a Content-Security-Policy that allows only the
+board's own script and styles.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
+import secrets
 import sys
 import threading
 from collections.abc import Iterator
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from vitrine.board.app import Board, Reply
-from vitrine.board.render import static_file
 
-__all__ = ["BoardServer", "serve"]
+__all__ = ["TOKEN_PARAMETER", "BoardServer", "serve"]
+
+TOKEN_PARAMETER = "token"
+_NO_TOKEN = (
+    "this board is its owner's: open the address it printed when it started (it carries the "
+    "access token), or send the token as 'Authorization: Bearer TOKEN'"
+)
 
 _MAX_FORM_BYTES = 64 * 1024
 _SECURITY_HEADERS = {
@@ -38,18 +54,31 @@ _SECURITY_HEADERS = {
 class BoardServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, board: Board, host: str, port: int) -> None:
+    def __init__(self, board: Board, host: str, port: int, token: str | None = None) -> None:
         self.board = board
+        # Drawn per start; only the announced address carries it (never a page or a file).
+        self.token = token or secrets.token_urlsafe(32)
         super().__init__((host, port), _Handler)
         bound_host, bound_port = self.server_address[:2]
         self.port = int(bound_port)
         self.host = bound_host.decode() if isinstance(bound_host, bytes) else str(bound_host)
         names = {self.host, "localhost", "127.0.0.1", "[::1]"}
         self.allowed_hosts = frozenset(f"{name}:{self.port}" for name in names)
+        # Cookies are not kept apart by port: each board names its own.
+        self.cookie_name = f"vitrine-board-{self.port}"
 
     @property
     def url(self) -> str:
+        """The board's address, without its access token."""
         return f"http://{self.host}:{self.port}/"
+
+    @property
+    def login_url(self) -> str:
+        """The address to open: it carries the access token, so only its owner should see it."""
+        return f"{self.url}?{TOKEN_PARAMETER}={self.token}"
+
+    def holds_token(self, value: str) -> bool:
+        return bool(value) and hmac.compare_digest(value.encode(), self.token.encode())
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -77,29 +106,60 @@ class _Handler(BaseHTTPRequestHandler):
     def _plain(self, status: int, message: str) -> Reply:
         return Reply(status, (message + "\n").encode(), "text/plain; charset=utf-8")
 
-    def do_GET(self) -> None:
+    def _authorised(self) -> bool:
+        """Whether the request carries the access token, as the cookie or a bearer header."""
+        scheme, _, credential = self.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() in ("bearer", "token") and self.server.holds_token(credential.strip()):
+            return True
+        cookies: SimpleCookie = SimpleCookie()
+        try:
+            cookies.load(self.headers.get("Cookie", ""))
+        except CookieError:
+            return False
+        held = cookies.get(self.server.cookie_name)
+        return held is not None and self.server.holds_token(held.value)
+
+    def _refused(self, offered: str | None = None) -> Reply | None:
+        """The refusal for a request from elsewhere or without the token; None to go on.
+        ``offered`` is a token given in the URL, checked instead of the cookie and header."""
         if not self._host_ok():
-            self._send(self._plain(403, "this board answers only at its own loopback address"))
-            return
-        url = urlsplit(self.path)
-        if url.path.startswith("/static/"):
-            found = static_file(url.path.removeprefix("/static/"))
-            self._send(
-                self._plain(404, "no such file")
-                if found is None
-                else Reply(200, found[0], found[1])
+            return self._plain(403, "this board answers only at its own loopback address")
+        if not (self._authorised() if offered is None else self.server.holds_token(offered)):
+            # The connection closes: a refused post's body is never read off it.
+            return Reply(
+                401,
+                (_NO_TOKEN + "\n").encode(),
+                "text/plain; charset=utf-8",
+                {"WWW-Authenticate": 'Bearer realm="vitrine board"', "Connection": "close"},
             )
+        return None
+
+    def _log_in(self, path: str, params: dict[str, list[str]]) -> Reply:
+        """Trade ``?token=`` for the cookie, and send the browser on without it in the URL."""
+        offered = params.pop(TOKEN_PARAMETER)
+        refusal = self._refused(offered[-1] if offered else "")
+        if refusal is not None:
+            return refusal
+        rest = urlencode(params, doseq=True)
+        cookie = f"{self.server.cookie_name}={self.server.token}; Path=/; HttpOnly; SameSite=Strict"
+        location = path + (f"?{rest}" if rest else "")
+        return Reply(303, b"", headers={"Location": location, "Set-Cookie": cookie})
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        params = parse_qs(url.query, keep_blank_values=True)
+        if TOKEN_PARAMETER in params:
+            self._send(self._log_in(url.path, params))
             return
-        if url.path.startswith("/api/job/") and url.path.removeprefix("/api/job/").isdigit():
-            self._send(self.server.board.job_json(int(url.path.removeprefix("/api/job/"))))
-            return
-        self._send(self.server.board.get(url.path, parse_qs(url.query, keep_blank_values=True)))
+        refusal = self._refused()
+        self._send(refusal or self.server.board.get(url.path, params))
 
     do_HEAD = do_GET
 
     def do_POST(self) -> None:
-        if not self._host_ok():
-            self._send(self._plain(403, "this board answers only at its own loopback address"))
+        refusal = self._refused()
+        if refusal is not None:
+            self._send(refusal)
             return
         if not self._same_origin():
             self._send(
@@ -127,10 +187,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serve(board: Board, host: str = "127.0.0.1", port: int = 0) -> Iterator[BoardServer]:
+def serve(
+    board: Board, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+) -> Iterator[BoardServer]:
     """Start the board in a background thread; stop it when the block ends."""
 
-    server = BoardServer(board, host, port)
+    server = BoardServer(board, host, port, token)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -1,7 +1,7 @@
 """The setup panel: choose a plan, see what it will run, start it through the command line.
 
 A request is validated by :func:`vitrine.plans.validation.validate`, the rules the command line
-applies, and then run as ``python -m vitrine ...`` in a subprocess writing to the board's store:
+applies, and then run as ``python -P -m vitrine ...`` in a subprocess writing to the board's store:
 the same code path as the CLI, so a run started here is indistinguishable from one started in
 a terminal. Its output is kept (bounded) for the progress view, and nothing is run implicitly.
 """
@@ -32,6 +32,7 @@ __all__ = [
     "PlanChoice",
     "SetupRequest",
     "plan_choices",
+    "run_command",
 ]
 
 BOARD_MAX_REPETITIONS = 30
@@ -175,6 +176,16 @@ class Job:
         }
 
 
+def run_command(argv: list[str]) -> list[str]:
+    """The installed vitrine under this interpreter, isolated from the working directory.
+
+    ``python -m`` puts the working directory first on ``sys.path``, so a ``vitrine.py`` planted
+    there (the board started from a shared folder) would run as the board's user; ``-P`` keeps
+    it out, and the environment (PYTHONPATH, a suite's own path) is left as the user set it.
+    """
+    return [sys.executable, "-P", "-m", "vitrine", *argv]
+
+
 class JobRunner:
     """Starts panel runs one at a time, each in its own process, and keeps their output."""
 
@@ -192,7 +203,7 @@ class JobRunner:
                     409,
                 )
             job = Job(next(self._ids), plan, argv)
-            command = [sys.executable, "-m", "vitrine", *argv]
+            command = run_command(argv)
             try:
                 process = subprocess.Popen(
                     command,
