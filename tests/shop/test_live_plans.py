@@ -211,7 +211,10 @@ async def test_eval05_three_successes_of_four_fail_the_floor(tmp_path):
         return json.dumps(verdicts(ids, {ids[0]: calls["n"] != 2}))
 
     # A threshold of 0.75 passes the quality check, yet a whole-trial success needs all four.
-    options = LiveOptions(models=models(judge=FakeJudge(policy)), environ={THRESHOLD_ENV: "0.75"})
+    # Without curtailment, so all four repetitions run (the second already fixes the failure).
+    options = LiveOptions(
+        models=models(judge=FakeJudge(policy)), environ={THRESHOLD_ENV: "0.75"}, curtail=False
+    )
     req = request(tmp_path, EVAL05.name, ALL[:1], 4)
     outcome = await run_live_plan(EVAL05, req, options)
     assert outcome.exit_code is ExitCode.MEASURED_FAILURE

@@ -39,13 +39,15 @@ from vitrine.gates import decide
 from vitrine.judge.admission import JudgeAdmission, RefusedJudge, admit_judge
 from vitrine.judge.base import Judge
 from vitrine.judge.llm import DEFAULT_JUDGE_MAX_OUTPUT_TOKENS, LLMJudge
-from vitrine.plans.workload import WorkloadPreview, require_paid_confirmation
+from vitrine.plans.workload import PowerStatement, WorkloadPreview, require_paid_confirmation
+from vitrine.power import AllPassDesign, PairedDesign, WilsonDesign
 from vitrine.progress import NodeStatus, SuiteNode, Timeline
 from vitrine.providers.capabilities import probe_structured_output
 from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
 from vitrine.providers.openai_compat import OpenAICompatibleModel
 from vitrine.redact import sanitize_text
 from vitrine.reports.sections import benchmark_section
+from vitrine.sequential import Curtailment, session_curtailment, wilson_curtailment
 from vitrine.stats import wilson_interval
 from vitrine.store import RunStore
 from vitrine.store.receipts import ReceiptStore, new_session_id
@@ -123,6 +125,8 @@ class LiveOptions:
     models: LiveModels | None = None  # injected models skip provider configuration
     # None: on, unless $VITRINE_JUDGE_ADMISSION is "skip" (verdicts are then unadmitted).
     judge_admission: bool | None = None
+    # Stochastic plans stop repeating once no remaining outcome can change any decision.
+    curtail: bool = True
 
 
 @dataclass
@@ -171,6 +175,7 @@ async def run_live_plan(
         subject_max_output_tokens=ceilings[0],
         judge_max_output_tokens=ceilings[1],
         paid=paid,
+        power=_design(spec, len(scenarios), request.repetitions),
     )
     sink = _sink(request)
     nodes = [
@@ -293,9 +298,21 @@ async def _execute(
         WORKFLOW_ARM: live_workflow_arm(models.subject),
     }
     runs = session.runs
+    personas = personas_of(definition.cases)
+    planned = session.request.repetitions
     for arm_id in session.spec.arm_ids:
-        for repetition in range(1, session.request.repetitions + 1):
+        for repetition in range(1, planned + 1):
             node = f"run:{arm_id}:{repetition}"
+            fixed = (
+                _curtailment([r for r in runs if r.arm_id == arm_id], personas, planned)
+                if session.spec.stochastic and options.curtail
+                else None
+            )
+            if fixed is not None:
+                _record_curtailment(session, arm_id, repetition - 1, fixed)
+                for skipped in range(repetition, planned + 1):
+                    _pass_over(timeline, f"run:{arm_id}:{skipped}", "curtailed: decision fixed")
+                break
             timeline.start(node)
             run = await run_benchmark(
                 definition,
@@ -315,7 +332,6 @@ async def _execute(
         runs, role="live use cases", store_root=session.root, pass_at=session.threshold
     )
     run_dirs = {ref.run_id: ref.run_dir for ref in section.runs}
-    personas = personas_of(definition.cases)
     trials = [(run, facts) for run in runs for facts in trial_facts(run, personas)]
     session.document["trials"] = [
         trial_receipt(run, facts, run_dirs[run.run_id]) for run, facts in trials
@@ -325,16 +341,32 @@ async def _execute(
     if session.spec.compare:
         session.document["comparisons"] = _comparisons(runs, session.threshold)
     facts_only = [facts for _, facts in trials]
-    whole = _whole_trial(facts_only) if session.spec.stochastic else None
+    whole = _whole_trial(facts_only, planned) if session.spec.stochastic else None
     if whole is not None:
         session.document["whole_trial"] = whole
     session.document["usage"] = _usage_totals(session.document["trials"])
     code, reason = _verdict(facts_only, whole)
+    curtailed = sum(row.get("curtailed", 0) for row in whole or ())
+    if curtailed:
+        reason = (
+            f"{reason}; {curtailed} planned trial(s) curtailed, not run: no outcome of them "
+            "could change the decision"
+        )
     admission = session.document.get("judge_admission") or {}
     if admission.get("admitted") is False:
         reason = f"{reason}; quality not measured because the judge was {admission['reason']}"
     timeline.end("scoring", detail=f"exit {int(code)}")
     return _persist(session, code, reason, runs=runs)
+
+
+def _design(spec: LivePlanSpec, scenarios: int, repetitions: int) -> PowerStatement:
+    """What the plan's decision rule can detect, stated in the preview before any call."""
+    if spec.compare:
+        # The comparison's observation unit is the case (scenario), repetitions collapsed.
+        return PairedDesign(scenarios)
+    if spec.stochastic:
+        return WilsonDesign(repetitions, scenarios, floor=WHOLE_TRIAL_FLOOR)
+    return AllPassDesign(scenarios * len(spec.architectures) * repetitions)
 
 
 def _sealed(session: _Session, run: RunResult) -> dict[str, Any]:
@@ -569,8 +601,50 @@ def _comparisons(runs: Sequence[RunResult], threshold: float) -> list[dict[str, 
     return out
 
 
-def _whole_trial(trials: Sequence[TrialFacts]) -> list[dict[str, Any]]:
-    """Per (arm, scenario): successes, measured denominator, Wilson 95%, floor and decision."""
+def _curtailment(
+    runs: Sequence[RunResult], personas: Mapping[str, str | None], planned: int
+) -> dict[str, Curtailment] | None:
+    """Per scenario, the decision the remaining repetitions can no longer change; None unless
+    every scenario's is fixed (or while any trial so far was not measured)."""
+    facts = [f for run in runs for f in trial_facts(run, personas)]
+    if not facts or not all(f.measured for f in facts):
+        return None
+    tallies: dict[str, tuple[int, int]] = {}
+    for trial in facts:
+        s, f = tallies.get(trial.scenario, (0, 0))
+        tallies[trial.scenario] = (s + 1, f) if trial.whole_trial_success else (s, f + 1)
+    return session_curtailment(tallies, planned, WHOLE_TRIAL_FLOOR)
+
+
+def _record_curtailment(
+    session: _Session, arm: str, after: int, fixed: Mapping[str, Curtailment]
+) -> None:
+    planned = session.request.repetitions
+    session.document.setdefault("curtailment", []).append(
+        {
+            "arm": arm,
+            "rule": "exact curtailment of the Wilson rule: stop when no remaining outcome "
+            "can change any scenario's decision",
+            "planned_repetitions": planned,
+            "stopped_after": after,
+            "curtailed_repetitions": planned - after,
+            "scenarios": {scenario: c.to_dict() for scenario, c in fixed.items()},
+        }
+    )
+    if session.request.console:
+        sys.stdout.write(
+            f"{arm}: stopped after {after} of {planned} repetition(s); every scenario's "
+            "decision is fixed, the rest are curtailed\n"
+        )
+        sys.stdout.flush()
+
+
+def _whole_trial(trials: Sequence[TrialFacts], planned: int) -> list[dict[str, Any]]:
+    """Per (arm, scenario): successes, measured denominator, Wilson 95%, floor and decision.
+
+    A scenario with fewer trials than ``planned`` was curtailed: its decision is the one that
+    no remaining outcome could change, and the trials not run count neither way.
+    """
     groups: dict[tuple[str, str], list[TrialFacts]] = {}
     for trial in trials:
         groups.setdefault((trial.arm, trial.scenario), []).append(trial)
@@ -579,8 +653,14 @@ def _whole_trial(trials: Sequence[TrialFacts]) -> list[dict[str, Any]]:
         measured = [t for t in group if t.measured]
         successes = sum(1 for t in measured if t.whole_trial_success)
         interval = wilson_interval(successes, len(measured))
+        curtailment = None
         if len(measured) < len(group):
             decision = "not_measured" if not measured else "incomplete"
+        elif len(group) < planned:
+            curtailment = wilson_curtailment(
+                successes, len(group) - successes, planned, WHOLE_TRIAL_FLOOR
+            )
+            decision = curtailment.decision or "incomplete"
         elif interval is not None and interval.lower >= WHOLE_TRIAL_FLOOR:
             decision = "pass"
         else:
@@ -601,6 +681,9 @@ def _whole_trial(trials: Sequence[TrialFacts]) -> list[dict[str, Any]]:
                 else {"lower": interval.lower, "upper": interval.upper},
                 "floor": WHOLE_TRIAL_FLOOR,
                 "decision": decision,
+                "planned": planned,
+                "curtailed": planned - len(group) if curtailment is not None else 0,
+                "curtailment_reason": None if curtailment is None else curtailment.reason,
             }
         )
     return out
@@ -720,6 +803,7 @@ def _persist(
             f"  {row['arm']} {row['scenario']}: {row['successes']}/{row['measured']} "
             f"whole-trial successes, Wilson 95% {interval}, floor {row['floor']:.2f}: "
             f"{row['decision']}"
+            + (f" ({row['curtailed']} curtailed)" if row.get("curtailed") else "")
         )
     artifacts = [path, *(Path(r.run_dir) for r in runs if r.run_dir)]
     return PlanOutcome(code, summary, artifacts)
