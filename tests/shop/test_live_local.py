@@ -48,8 +48,10 @@ def test_eval04_on_the_local_model_reports_honest_whole_trial_numbers(tmp_path):
     assert doc["exit_code"] == done.returncode
     assert doc["provider"]["provider"] == "local" and doc["provider"]["judge_shares_subject"]
     (row,) = doc["whole_trial"]
-    assert row["trials"] == 4 and 0 <= row["successes"] <= row["measured"] <= 4
+    # A failure fixes the 4-of-4 rule: the repetitions after it are curtailed, not run.
+    assert row["trials"] + row["curtailed"] == 4
+    assert 0 <= row["successes"] <= row["measured"] <= row["trials"]
     assert (row["wilson_95"] is None) == (row["measured"] == 0)
-    assert len(doc["trials"]) == 4
+    assert len(doc["trials"]) == row["trials"]
     assert doc["usage"]["judge_calls"] <= row["measured"] + (4 - row["measured"])
     print(json.dumps(row), file=sys.stderr)
