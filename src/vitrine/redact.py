@@ -3,21 +3,37 @@
 Reasons, previews and explanations come from exceptions, providers and models: any of them may
 carry an endpoint URL, an API key or a huge payload. Everything that is persisted passes through
 ``sanitize_text`` so that no artifact needs to be trusted to have been careful.
+
+A model's own words are kept as they are (a URL or a host name in an answer is part of the
+answer), except for credentials: :func:`redact_credentials` removes every credential vitrine
+was given (keys, header values, the password of a URL, each registered with
+:func:`register_secret`), any stretch of eight or more of a key's characters (so a partly
+masked key does not survive either) and whatever has a credential's syntax (``user:password@``
+in a URL, a ``Basic`` or ``Bearer`` value). Model replies pass through it where they enter
+vitrine (:class:`vitrine.providers.base.ChatCompletion`), so answers, previews, traces,
+receipts, board pages and served replies all hold the redacted text.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import threading
+from urllib.parse import unquote, urlsplit
 
 __all__ = [
     "DEFAULT_REASON_LIMIT",
+    "REDACTED",
     "bound_text",
     "describe_exception",
     "forget_secrets",
+    "redact_credentials",
     "register_secret",
     "sanitize_text",
 ]
+
+REDACTED = "[redacted]"
 
 DEFAULT_REASON_LIMIT = 240
 
@@ -61,20 +77,135 @@ _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}
 _LONG_TOKEN = re.compile(r"\b[A-Za-z0-9_-]{32,}\b")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
+# Credentials in a model's text. A URL's user information (``scheme://user:password@``):
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@'\"<>]+@")
+# ``Basic`` and ``Bearer`` values, kept apart from prose ("the bearer of", "basic steps") by
+# what follows them: a Basic value is base64 of ``user:password``; a Bearer value a token.
+_BASIC_VALUE = re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/_-]{4,}={0,2})")
+_BEARER_VALUE = re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})")
+# Characters a key (or a masked rendering of one, "sk-ab…yz", "sk-ab**yz") is spelled with.
+_KEY_CHARACTERS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=-*…"
+)
+# A credential shorter than this is redacted only where its syntax says it is one: "test" as
+# a key must not take the word out of every answer.
+_CREDENTIAL_MIN = 6
+# A stretch of this many of a key's characters, in a row, is that key (partly shown).
+_FRAGMENT = 8
+
 _secrets_lock = threading.Lock()
 _secrets: set[str] = set()
+_credentials: set[str] = set()
+_fragments: set[str] = set()
 
 
-def register_secret(value: str | None) -> None:
-    """Remember a configured credential or endpoint so every later scrub removes it verbatim."""
-    if value and len(value) >= 4:
-        with _secrets_lock:
-            _secrets.add(value)
+def register_secret(value: str | None, *, endpoint: bool = False) -> None:
+    """Remember a configured credential or endpoint so every later scrub removes it verbatim.
+
+    An ``endpoint`` (a base URL, its host) is scrubbed from errors and logs but stays in a
+    model's answer; everything else is a credential, redacted from answers too. A URL's user
+    name and password are credentials either way.
+    """
+    if not value or len(value) < 4:
+        return
+    found = [] if endpoint else [value]
+    if "://" in value:
+        try:
+            parts = urlsplit(value)
+            user, password = parts.username, parts.password
+        except ValueError:
+            user = password = None
+        found += [unquote(v) for v in (user, password) if v]
+        if user and password:
+            found.append(f"{user}:{password}")
+    with _secrets_lock:
+        _secrets.add(value)
+        for credential in found:
+            if len(credential) < 4:
+                continue  # "u" as a user name: removing it would remove every "u"
+            _credentials.add(credential)
+            _fragments.update(_key_fragments(credential))
 
 
 def forget_secrets() -> None:
     with _secrets_lock:
         _secrets.clear()
+        _credentials.clear()
+        _fragments.clear()
+
+
+def _key_fragments(credential: str) -> set[str]:
+    """The stretches of ``credential`` that identify it: random-looking, never plain words."""
+    if len(credential) < 2 * _FRAGMENT:
+        return set()
+    windows = (credential[i : i + _FRAGMENT] for i in range(len(credential) - _FRAGMENT + 1))
+    return {w for w in windows if _classes(w) >= 2}
+
+
+def _classes(text: str) -> int:
+    return sum(
+        (
+            any(c.isupper() for c in text),
+            any(c.islower() for c in text),
+            any(c.isdigit() for c in text),
+        )
+    )
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` without any credential (see the module docstring); everything else unchanged."""
+    with _secrets_lock:
+        known = sorted(
+            (c for c in _credentials if len(c) >= _CREDENTIAL_MIN), key=len, reverse=True
+        )
+        fragments = frozenset(_fragments)
+    for credential in known:
+        if credential in text:
+            text = text.replace(credential, REDACTED)
+    if fragments:
+        text = _redact_fragments(text, fragments)
+    text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = _BASIC_VALUE.sub(_basic_or_keep, text)
+    return _BEARER_VALUE.sub(_bearer_or_keep, text)
+
+
+def _redact_fragments(text: str, fragments: frozenset[str]) -> str:
+    """Every key-spelled word that holds a stretch of a known key becomes ``[redacted]``."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i <= len(text) - _FRAGMENT:
+        if text[i : i + _FRAGMENT] not in fragments:
+            i += 1
+            continue
+        start, end = i, i + _FRAGMENT
+        while start > 0 and text[start - 1] in _KEY_CHARACTERS:
+            start -= 1
+        while end < len(text) and text[end] in _KEY_CHARACTERS:
+            end += 1
+        spans.append((start, end))
+        i = end
+    for start, end in reversed(spans):
+        text = text[:start] + REDACTED + text[end:]
+    return text
+
+
+def _basic_or_keep(match: re.Match[str]) -> str:
+    value = match.group(1)
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), altchars=None, validate=True)
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    shown = decoded.decode("utf-8", "replace")
+    if ":" in shown and shown.isprintable():
+        return match.group(0)[: match.start(1) - match.start(0)] + REDACTED
+    return match.group(0)
+
+
+def _bearer_or_keep(match: re.Match[str]) -> str:
+    value = match.group(1)
+    if not (any(c.isdigit() for c in value) or (_classes(value) >= 2 and len(value) >= 12)):
+        return match.group(0)
+    return match.group(0)[: match.start(1) - match.start(0)] + REDACTED
 
 
 def bound_text(text: str, limit: int) -> str:
@@ -90,10 +221,11 @@ def sanitize_text(text: str, limit: int = DEFAULT_REASON_LIMIT) -> str:
     """Scrub credentials, URLs, host names and control characters, then bound the length."""
     if _secrets:
         with _secrets_lock:
-            known = sorted(_secrets, key=len, reverse=True)
+            known = sorted(_secrets | _credentials, key=len, reverse=True)
         for secret in known:
             if secret in text:
-                text = text.replace(secret, "[redacted]")
+                text = text.replace(secret, REDACTED)
+    text = redact_credentials(text)
     text = _URL.sub("[url]", text)
     text = _BEARER.sub("Bearer [redacted]", text)
     text = _JWT.sub("[redacted]", text)

@@ -18,6 +18,7 @@ from vitrine.providers.base import (
     ProviderFailure,
 )
 from vitrine.providers.retry import RetryPolicy, call_with_retry
+from vitrine.redact import forget_secrets
 from vitrine.tracing.langfuse import Score, ScoreSender
 from vitrine.tracing.settings import LangfuseTarget, TraceSettings
 
@@ -37,6 +38,15 @@ def _request() -> ChatRequest:
         (ChatMessage("system", "be brief"), ChatMessage("user", f"my key is {SECRET}")),
         purpose="judge",
     )
+
+
+@pytest.fixture(autouse=True)
+def _no_configured_secrets():
+    # Credentials other tests configured are redacted from every model answer, and these
+    # tests look at the answers themselves.
+    forget_secrets()
+    yield
+    forget_secrets()
 
 
 @pytest.fixture

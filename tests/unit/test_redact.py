@@ -7,6 +7,7 @@ from vitrine.redact import (
     bound_text,
     describe_exception,
     forget_secrets,
+    redact_credentials,
     register_secret,
     sanitize_text,
 )
@@ -117,3 +118,62 @@ def test_a_key_in_an_assignment_header_or_key_context_is_removed(text):
 )
 def test_digests_and_identifiers_are_not_secrets(text):
     assert sanitize_text(text, limit=500) == text
+
+
+# -- credentials in a model's own text ------------------------------------------------------
+
+_KEY = "sk-live-9fQx2LmP7rT4vB8nK3wZ6yH1"
+
+
+@pytest.fixture
+def configured():
+    register_secret(_KEY)
+    register_secret("https://alice:S3cretPassw0rd@gw.example.com/v1", endpoint=True)
+    register_secret("llm.internal.example.com", endpoint=True)
+    yield
+    forget_secrets()
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        (f"your key is {_KEY}.", _KEY),
+        (f"shown as {_KEY[:12]}...{_KEY[-6:]}", _KEY[-6:]),  # a partly masked key
+        (f"shown as {_KEY[:14]}****{_KEY[-9:]}", _KEY[:14]),
+        ("the password is S3cretPassw0rd", "S3cretPassw0rd"),  # the configured URL's
+        ("log in as alice:S3cretPassw0rd", "S3cretPassw0rd"),
+        ("see https://bob:hunter22x@mirror.example.org/p", "hunter22x"),  # any URL's
+        ("Authorization: Basic Ym9iOmh1bnRlcjIyeA==", "Ym9iOmh1bnRlcjIyeA=="),
+        ("send Bearer tok3nAbcdefGhij", "tok3nAbcdefGhij"),
+    ],
+)
+def test_a_credential_in_model_text_is_redacted_where_it_stood(configured, text, gone):
+    out = redact_credentials(text)
+    assert gone not in out and "[redacted]" in out
+    assert sanitize_text(text, limit=500).count(gone) == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The gw.example.com mirror at https://example.com/ok is documented.",
+        "llm.internal.example.com hosts the model",  # an endpoint: errors hide it, answers not
+        "Basic steps first, then the Basic Understanding course.",
+        "She is the bearer of good news; bearer bonds are gone.",
+        "GLX-2003 costs 120 CHF; key facts are price and weight.",
+        "sha256:" + _DIGEST,
+    ],
+)
+def test_a_models_ordinary_words_urls_and_hosts_survive(configured, text):
+    assert redact_credentials(text) == text
+
+
+def test_a_short_configured_value_is_not_taken_out_of_every_word():
+    register_secret("http://u:test@127.0.0.1:9/v1", endpoint=True)
+    register_secret("test")  # an API key of four letters, as test setups use
+    try:
+        text = "a unit test of the ultimate upgrade"
+        assert redact_credentials(text) == text  # answers keep their words
+        assert "a unit" in sanitize_text(text) and "ultimate upgrade" in sanitize_text(text)
+    finally:
+        forget_secrets()

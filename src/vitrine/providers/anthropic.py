@@ -78,8 +78,9 @@ class AnthropicModel:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError(f"max_output_tokens must be at least 1, got {max_output_tokens}")
-        for secret in (api_key, base_url, *hosts(base_url)):
-            register_secret(secret)
+        register_secret(api_key)
+        for endpoint in (base_url, *hosts(base_url)):
+            register_secret(endpoint, endpoint=True)
         self._model = model
         self._api_key = api_key
         self._base_url = base_url

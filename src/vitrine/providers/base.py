@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from vitrine.bench.response import TokenUsage
 from vitrine.errors import VitrineError
-from vitrine.redact import sanitize_text
+from vitrine.redact import redact_credentials, sanitize_text
 
 __all__ = [
     "ChatCompletion",
@@ -137,11 +137,26 @@ class ChatRequest:
 
 @dataclass(frozen=True, slots=True)
 class ChatCompletion:
+    """One model reply. Every provider's reply becomes one, so this is where a model's text
+    enters vitrine: its content and tool-call arguments are stripped of credentials here
+    (:func:`vitrine.redact.redact_credentials`), before any answer, trace or page can hold them.
+    """
+
     content: str | None
     tool_calls: tuple[ToolCallRequest, ...] = ()
     usage: TokenUsage | None = None
     finish_reason: str = "stop"
     model: str = ""
+
+    def __post_init__(self) -> None:
+        if self.content:
+            object.__setattr__(self, "content", redact_credentials(self.content))
+        if any(call.arguments for call in self.tool_calls):
+            calls = tuple(
+                replace(call, arguments=redact_credentials(call.arguments))
+                for call in self.tool_calls
+            )
+            object.__setattr__(self, "tool_calls", calls)
 
 
 class ProviderFailure(StrEnum):

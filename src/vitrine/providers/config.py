@@ -65,6 +65,7 @@ from vitrine.providers.openai_compat import (
     STRUCTURED_OUTPUT_MODES,
     StructuredOutput,
     TokenLimitParameter,
+    credentialed_url_problem,
 )
 from vitrine.redact import register_secret
 
@@ -136,10 +137,10 @@ class ProviderConfig:
             raise ValueError(f"unknown provider {self.provider!r}: use one of {PROVIDERS}")
         register_secret(self.api_key)
         if self.base_url:
-            register_secret(self.base_url)
+            register_secret(self.base_url, endpoint=True)
             parts = urlsplit(self.base_url)
-            register_secret(parts.netloc)
-            register_secret(parts.hostname)
+            register_secret(parts.netloc, endpoint=True)
+            register_secret(parts.hostname, endpoint=True)
 
     @classmethod
     def from_env(
@@ -544,8 +545,10 @@ class _Environment:
         value = self.get(name)
         if value is None:
             return None
-        register_secret(value)  # before anything can echo it
+        register_secret(value, endpoint=True)  # before anything can echo it
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             self.problems.append(f"{name} is not an http(s) URL")
+        elif "@" in parts.netloc:
+            self.problems.append(credentialed_url_problem(name))
         return value

@@ -72,6 +72,7 @@ __all__ = [
     "OpenAICompatibleModel",
     "StructuredOutput",
     "TokenLimitParameter",
+    "credentialed_url_problem",
     "hosts",
     "map_sdk_error",
     "schema_instruction",
@@ -141,8 +142,12 @@ class OpenAICompatibleModel:
                 f"structured_output must be one of {STRUCTURED_OUTPUT_MODES}, "
                 f"got {structured_output!r}"
             )
-        for secret in (api_key, base_url, azure_endpoint, *hosts(base_url, azure_endpoint)):
-            register_secret(secret)
+        register_secret(api_key)
+        for endpoint in (base_url, azure_endpoint, *hosts(base_url, azure_endpoint)):
+            register_secret(endpoint, endpoint=True)
+        for name, endpoint in (("base_url", base_url), ("azure_endpoint", azure_endpoint)):
+            if endpoint and "@" in urlsplit(endpoint).netloc:
+                raise ValueError(credentialed_url_problem(name))
         self._model = model
         self._azure = azure_endpoint is not None
         self._provenance = provenance
@@ -460,6 +465,14 @@ def map_sdk_error(exc: Exception, sdk: ModuleType) -> ProviderError:
     # Anything else from inside the SDK (a body it could not decode, say) is still a failure of
     # the provider call, not of the caller; it stays typed so one trial cannot crash a run.
     return ProviderError(ProviderFailure.BAD_RESPONSE, f"unexpected SDK failure ({name})")
+
+
+def credentialed_url_problem(name: str) -> str:
+    """Why a base URL holding ``user:password@`` is refused, in one sentence."""
+    return (
+        f"{name} holds credentials (user:password@); vitrine sends them only in a header, "
+        "from the API key setting, so take them out of the URL"
+    )
 
 
 def hosts(*urls: str | None) -> list[str]:
