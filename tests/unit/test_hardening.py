@@ -17,7 +17,7 @@ import pytest
 from vitrine.cli import main
 from vitrine.reports.model import SuiteReport
 from vitrine.reports.writer import write_reports
-from vitrine.store.files import append_line, read_json_lines
+from vitrine.store.files import append_line, read_json_lines, torn_path
 from vitrine.store.index import index_path, list_runs
 from vitrine.store.maintenance import inspect_store, sweep
 
@@ -83,7 +83,9 @@ def test_a_torn_index_tail_does_not_swallow_the_next_sealed_run(tmp_path):
     append_line(path, _index_record("2026-01-01_00-00-02_00000003"))
     ids = [entry.run_id for entry in list_runs(tmp_path)]
     assert ids == ["2026-01-01_00-00-02_00000003", "2026-01-01_00-00-00_00000001"]
-    assert read_json_lines(path, skip_malformed=True).malformed == 1
+    # The fragment is set aside beside the index, not glued into it.
+    assert read_json_lines(path, skip_malformed=True).malformed == 0
+    assert torn_path(path).read_bytes() == b'{"run_id": "2026-01-01_00-00-01_000\n'
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
 """``vitrine runs``: list the sealed runs of a store; find and finish what a killed process left.
 
 ``vitrine runs list`` reads the store's run index newest first (filters by definition, arm and
-verdict); ``vitrine runs unsealed`` lists runs that were started but never sealed and debris
-(run folders without a manifest, temporary files of interrupted writes); ``vitrine runs
-resume`` finishes an unsealed run with the benchmark that started it (``--benchmark
-MODULE:ATTR``) and seals it; ``vitrine runs sweep`` removes the debris, never an unsealed run.
+verdict); ``vitrine runs unsealed`` lists runs that were started but never sealed, abandoned
+runs (unsealed and superseded by a later sealed run) and debris (run folders without a
+manifest, temporary files of interrupted writes), and indexes a sealed run the index lacks;
+``vitrine runs resume`` finishes an unsealed run with the benchmark that started it
+(``--benchmark MODULE:ATTR``) and seals it; ``vitrine runs sweep`` removes the debris, never an
+unsealed run, and with ``--abandoned`` sets the abandoned runs aside under ``abandoned/``.
 Exit codes: 0 done (also: nothing to resume), 1 ``unsealed`` found something, 2 bad arguments
 (also: several unsealed runs and none named), 4 the store cannot be read or written.
 """
@@ -85,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="only debris at least this old, so no live writer loses its files (600)",
     )
+    sweep.add_argument(
+        "--abandoned",
+        action="store_true",
+        help="also move abandoned runs (superseded, never to be resumed) to abandoned/",
+    )
     for sub in (listing, unsealed, resume, sweep):
         sub.add_argument(
             "--output",
@@ -114,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
             return _unsealed(root)
         if args.command == "resume":
             return _resume(root, args)
-        return _sweep(root, args.older_than)
+        return _sweep(root, args.older_than, abandoned=args.abandoned)
     except OSError as exc:
         raise CommandRefusal(
             f"the store at {root} cannot be read ({exc.strerror or exc})", INFRASTRUCTURE
@@ -122,13 +129,22 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _list(root: Path, args: argparse.Namespace) -> int:
-    from vitrine.store.index import RunIndexEntry, newest_runs
+    from vitrine.store.index import RunIndexEntry, index_problem, newest_runs, recover_index
+
+    recover_index(root)
+    problems: dict[str, str] = {}
 
     def matches(entry: RunIndexEntry) -> bool:
-        return (
-            (not args.definition or entry.definition.get("key") == args.definition)
-            and (not args.arm or entry.arm == args.arm)
-            and (not args.verdict or entry.verdict.upper() == args.verdict.upper())
+        if (args.definition and entry.definition.get("key") != args.definition) or (
+            args.arm and entry.arm != args.arm
+        ):
+            return False
+        # The verdict shown is the index's only once the run's own seal agrees with it.
+        problem = index_problem(root, entry)
+        if problem is not None:
+            problems[entry.run_id] = problem
+        return not args.verdict or (
+            problem is None and entry.verdict.upper() == args.verdict.upper()
         )
 
     # Exact substrings every matching line holds: most lines are skipped before parsing.
@@ -136,12 +152,19 @@ def _list(root: Path, args: argparse.Namespace) -> int:
     out = sys.stdout
     entries = newest_runs(root, limit=args.limit, contains=needles, where=matches)
     for entry in entries:
+        problem = problems.get(entry.run_id)
+        if problem is not None:
+            sys.stderr.write(f"{PROG}: run {entry.run_id}: {problem}\n")
         if args.json:
-            out.write(json.dumps(entry.to_record(), sort_keys=True) + "\n")
+            record = entry.to_record()
+            if problem is not None:
+                record.update(verdict="UNVERIFIED", index_problem=problem)
+            out.write(json.dumps(record, sort_keys=True) + "\n")
             continue
         key = f"{entry.definition.get('key')}@{entry.definition.get('version')}"
+        verdict = entry.verdict if problem is None else "UNVERIFIED"
         out.write(
-            f"{entry.run_id}  {entry.verdict:<7}  {key}  {entry.arm}  "
+            f"{entry.run_id}  {verdict:<7}  {key}  {entry.arm}  "
             f"rep {entry.repetition}  {entry.run_dir}\n"
         )
     if not entries and not args.json:
@@ -154,16 +177,19 @@ def _unsealed(root: Path) -> int:
 
     health = inspect_store(root)
     out = sys.stdout
+    for run_id in health.reindexed:
+        out.write(f"{'reindexed':<24} runs/{run_id}  (sealed, but missing from the index)\n")
     for item in health.leftovers:
-        advice = (
-            "`vitrine runs resume` finishes it"
-            if item.kind == "unsealed-run"
-            else "debris: `vitrine runs sweep` removes it"
-        )
+        if item.kind == "unsealed-run":
+            advice = "`vitrine runs resume` finishes it"
+        elif item.kind == "abandoned-run":
+            advice = f"{item.reason}; `vitrine runs sweep --abandoned` sets it aside"
+        else:
+            advice = "debris: `vitrine runs sweep` removes it"
         out.write(f"{item.kind:<24} {item.path}  ({advice})\n")
     out.write(
         f"{health.sealed} sealed runs, {len(health.unsealed)} unsealed, "
-        f"{len(health.debris)} debris\n"
+        f"{len(health.abandoned)} abandoned, {len(health.debris)} debris\n"
     )
     return _FOUND if health.leftovers else _OK
 
@@ -272,11 +298,13 @@ def _benchmark_pair(spec: str, value: object) -> tuple[BenchmarkDefinition, list
     )
 
 
-def _sweep(root: Path, older_than: float) -> int:
-    from vitrine.store.maintenance import sweep
+def _sweep(root: Path, older_than: float, *, abandoned: bool) -> int:
+    from vitrine.store.maintenance import abandoned_dir, sweep
 
-    removed = sweep(root, grace_s=older_than)
+    removed = sweep(root, grace_s=older_than, abandoned=abandoned)
     for path in removed:
-        sys.stdout.write(f"removed {path}\n")
-    sys.stdout.write(f"{len(removed)} debris item(s) removed; unsealed runs were kept\n")
+        moved = (abandoned_dir(root) / Path(path).name).is_dir()
+        sys.stdout.write(f"set aside {path} in abandoned/\n" if moved else f"removed {path}\n")
+    kept = "unsealed runs were kept" if abandoned else "unsealed and abandoned runs were kept"
+    sys.stdout.write(f"{len(removed)} item(s) removed or set aside; {kept}\n")
     return _OK

@@ -2,18 +2,21 @@
 
 A reader must never see half a file. Whole files are written to a temporary sibling, synced and
 renamed over the target; growing files are only ever appended to, one complete line per record,
-so an interruption can at worst leave one torn line at the end, which readers drop.
+so an interruption can at worst leave one torn line at the end, which readers drop and the next
+shared append moves aside (see :func:`append_line`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import itertools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from vitrine.errors import VitrineError
 from vitrine.redact import sanitize_text
@@ -27,8 +30,12 @@ __all__ = [
     "atomic_write_json",
     "encode_json",
     "encode_line",
+    "exclusive_lock",
     "read_json",
     "read_json_lines",
+    "torn_path",
+    "try_lock",
+    "write_all",
 ]
 
 _temp_counter = itertools.count()
@@ -83,62 +90,152 @@ def read_json(path: Path) -> dict[str, Any]:
     return value
 
 
-def append_line(path: Path, record: Mapping[str, Any], *, durable: bool = True) -> None:
-    """Append one record to a shared log with a single O_APPEND write, then sync it.
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd``: ``os.write`` may write fewer than asked (a full
+    disk, a signal), and a record cut short is a torn line that takes the next one with it."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, f"the write stopped after {len(data) - len(view)} bytes")
+        view = view[written:]
 
-    Several processes may seal runs into the same history at once; a single small write to a file
-    opened for appending lands whole, so their lines interleave but never mix. ``durable=False``
-    skips the sync, for a log that only repeats what a synced one already holds.
+
+def _flock() -> Any:
+    try:
+        import fcntl  # noqa: PLC0415 - POSIX only, so it is tried where it is needed
+    except ImportError:
+        return None
+    return fcntl
+
+
+@contextlib.contextmanager
+def exclusive_lock(fd: int) -> Iterator[None]:
+    """Hold an advisory lock on ``fd`` so appenders in other processes take turns."""
+    fcntl = _flock()
+    if fcntl is None:  # no advisory locks here: O_APPEND keeps each single write whole
+        yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def try_lock(fd: int) -> bool | None:
+    """Take an exclusive advisory lock on ``fd`` if no one holds it; released when ``fd`` is
+    closed. True: taken; False: another process holds it; None: this platform has no locks."""
+    fcntl = _flock()
+    if fcntl is None:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def torn_path(path: Path) -> Path:
+    """Where the torn tail of a log is set aside when the next append repairs the log."""
+    return path.with_name(path.name + ".torn")
+
+
+def append_line(path: Path, record: Mapping[str, Any], *, durable: bool = True) -> bytes:
+    """Append one record to a shared log, whole or not at all, then sync it.
+
+    Several processes may append to the same log at once; each holds a lock on the file while
+    it writes, so lines never mix. A write that fails part way (a full disk) is cut back to the
+    log's old length before the error is raised, so a caller told "not recorded" finds no line.
+    A torn tail that a killed writer left is moved aside to ``<log>.torn`` first, so this record
+    and every later one stay whole. ``durable=False`` skips the sync, for a log that only
+    repeats what a synced one already holds. Returns the bytes of the line as written.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    line = encode_line(record)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        line = encode_line(record)
-        if _ends_torn(fd):
-            # A killed writer left bytes without their newline. Glued to them, this record
-            # would be one malformed line and lost; closing the fragment first keeps it whole.
-            line = b"\n" + line
-        os.write(fd, line)
-        if durable:
-            os.fsync(fd)
+        with exclusive_lock(fd):
+            committed = _quarantine_torn_tail(fd, path)
+            try:
+                write_all(fd, line)
+                if durable:
+                    os.fsync(fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, committed)
+                raise
     finally:
         os.close(fd)
+    return line
 
 
-def _ends_torn(fd: int) -> bool:
+def _quarantine_torn_tail(fd: int, path: Path) -> int:
+    """Cut bytes after the last newline (a killed writer's torn line) out of the log, keeping a
+    copy beside it; returns the committed length the log now has."""
     size = os.fstat(fd).st_size
-    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    start = max(0, size - _CHUNK)
+    while True:
+        block = os.pread(fd, size - start, start)
+        cut = block.rfind(b"\n")
+        if cut >= 0 or start == 0:
+            committed = start + cut + 1
+            break
+        start = max(0, start - _CHUNK)
+    fragment = os.pread(fd, size - committed, committed)
+    keep = os.open(torn_path(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        write_all(keep, fragment + b"\n")
+        os.fsync(keep)
+    finally:
+        os.close(keep)
+    os.ftruncate(fd, committed)
+    return committed
+
+
+_CHUNK = 1 << 16
 
 
 class AppendLog:
     """A growing JSON-lines file owned by one writer: append and flush per record, sync on demand.
 
-    Flushing hands each record to the operating system, so a killed process loses at most the
-    record being written; the costly fsync is left to the seal, once per run.
+    Each record goes to the operating system in unbuffered writes as it is appended, so a killed
+    process loses at most the record being written; the costly fsync is left to the seal, once
+    per run (the seal syncs every log it covers before it writes the sealed manifest).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh: IO[bytes] | None = path.open("ab")
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, record: Mapping[str, Any]) -> bytes:
-        """Append one record; returns the exact bytes written, which the seal hashes."""
-        if self._fh is None:
+        """Append one record; returns the exact bytes written, which the seal hashes.
+
+        A write that fails part way is cut back to where the record began, so a full disk
+        leaves the trial unrecorded (it reruns on resume), never a torn line.
+        """
+        if self._fd is None:
             raise ValueError(f"{self.path.name} is closed")
         line = encode_line(record)
-        self._fh.write(line)
-        self._fh.flush()
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            write_all(self._fd, line)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start)
+            raise
         return line
 
     def sync(self) -> None:
-        if self._fh is not None:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+        if self._fd is not None:
+            os.fsync(self._fd)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class MalformedLineError(ValueError, VitrineError):

@@ -1,27 +1,43 @@
 """The append-only history of sealed runs: one line per run, per subject and store-wide.
 
 These logs are a convenience for listing and trending; the run directories stay the evidence.
-A process killed while appending leaves at most a torn last line, which readers skip.
+A process killed while appending leaves at most a torn last line, which readers skip and the
+next append moves aside.
+
+Sealing and indexing are one recoverable step (:func:`sealing`): before a run's sealed manifest
+is written, a marker naming the run is created under ``runs-index/pending/`` and held locked
+until the run is indexed. A process killed between the seal and the index leaves the marker;
+the next command that opens the store (:func:`recover_index`) finds the sealed run through it
+and indexes it, so a sealed run never drops out of every listing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from vitrine.store.files import append_line, atomic_write_bytes, read_json_lines
-from vitrine.store.layout import RunPaths
-from vitrine.store.naming import resolve_root, sanitize_file_name
+from vitrine.store.files import (
+    append_line,
+    atomic_write_bytes,
+    read_json,
+    read_json_lines,
+    try_lock,
+)
+from vitrine.store.layout import RunPaths, is_sealed
+from vitrine.store.naming import RUN_ID_PATTERN, resolve_root, sanitize_file_name
 
 __all__ = [
     "RunIndexEntry",
     "history_path",
     "index_path",
+    "index_problem",
     "indexed_run_id_bytes",
     "indexed_run_ids",
     "iter_history",
@@ -29,7 +45,10 @@ __all__ = [
     "list_runs",
     "newest_runs",
     "record_sealed_run",
+    "recover_index",
+    "reindex_sealed",
     "sealed_ids_path",
+    "sealing",
 ]
 
 
@@ -87,6 +106,11 @@ def sealed_ids_path(root: Path) -> Path:
     return root / "runs-index" / "sealed-ids.jsonl"
 
 
+def pending_dir(root: Path) -> Path:
+    """Markers of runs being sealed: one empty file per run, named by its id."""
+    return root / "runs-index" / "pending"
+
+
 def history_path(root: Path, subject: str) -> Path:
     return root / "history" / f"{sanitize_file_name(subject)}.jsonl"
 
@@ -121,6 +145,114 @@ def record_sealed_run(
     append_line(index_path(root), record)
     append_line(sealed_ids_path(root), {"run_id": entry.run_id}, durable=False)
     return entry
+
+
+@contextlib.contextmanager
+def sealing(paths: RunPaths) -> Iterator[None]:
+    """Make sealing and indexing one step: whatever the body seals is indexed even if the process
+    dies before it indexes it (the next :func:`recover_index` does). The marker is held locked
+    while the body runs, so a recovery never indexes a run whose writer is still sealing it."""
+    marker = pending_dir(paths.store_root) / paths.run_id
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(marker, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try_lock(fd)  # a fresh marker no one else has reason to hold
+        yield
+        marker.unlink(missing_ok=True)  # the run is indexed: nothing left to recover
+    finally:
+        os.close(fd)
+
+
+# Without advisory locks a marker is trusted to a live writer for this long.
+_UNLOCKED_GRACE_S = 60.0
+
+
+def recover_index(root: str | os.PathLike[str] | None = None) -> list[str]:
+    """Index every sealed run a killed process left out of the index; returns their ids.
+
+    Costs one listing of a folder that is empty unless a seal was interrupted, so every command
+    that opens a store calls it. A store that cannot be written (read-only, full) is left as it
+    is: the runs are still found by ``vitrine runs unsealed`` later.
+    """
+    where = resolve_root(root)
+    try:
+        names = sorted(os.listdir(pending_dir(where)))  # noqa: PTH208 - names only
+    except OSError:
+        return []
+    recovered: list[str] = []
+    with contextlib.suppress(OSError):
+        for name in names:
+            if RUN_ID_PATTERN.match(name) and _recover_one(where, name):
+                recovered.append(name)
+    return recovered
+
+
+def _recover_one(root: Path, run_id: str) -> bool:
+    marker = pending_dir(root) / run_id
+    fd = os.open(marker, os.O_RDWR)
+    try:
+        locked = try_lock(fd)
+        if locked is False:
+            return False  # its writer is alive and sealing it
+        if locked is None and time.time() - os.fstat(fd).st_mtime < _UNLOCKED_GRACE_S:
+            return False
+        indexed = bool(reindex_sealed(root, [run_id]))
+        marker.unlink(missing_ok=True)
+        return indexed
+    finally:
+        os.close(fd)
+
+
+def reindex_sealed(root: Path, run_ids: Iterable[str]) -> list[str]:
+    """Append an index record for each of ``run_ids`` that is sealed but not in the index.
+
+    A run the index already lists (its id line may lag, after a kill between the two appends)
+    only gets its id line; an unsealed or unreadable run is left to ``vitrine runs unsealed``.
+    """
+    wanted = list(run_ids)
+    if not wanted:
+        return []
+    try:
+        listed = {i.decode() for i in _RUN_ID.findall(index_path(root).read_bytes())}
+    except FileNotFoundError:
+        listed = set()
+    done: list[str] = []
+    for run_id in wanted:
+        paths = RunPaths(root / "runs" / run_id)
+        if run_id in listed:
+            append_line(sealed_ids_path(root), {"run_id": run_id}, durable=False)
+            continue
+        try:
+            manifest = read_json(paths.manifest)
+            if not is_sealed(manifest):
+                continue
+            record_sealed_run(paths, manifest, read_json(paths.summary))
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            continue  # not a sealed run this reader can index; loading it says why
+        done.append(run_id)
+    return done
+
+
+def index_problem(root: str | os.PathLike[str] | None, entry: RunIndexEntry) -> str | None:
+    """Why ``entry`` cannot be shown as the index states it, or None when the run's own sealed
+    manifest agrees: same seal, same verdict. Reads one small file; the rows are verified when
+    the run is loaded. An index line edited (say FAIL to PASS) no longer matches its seal."""
+    paths = RunPaths(resolve_root(root) / entry.run_dir)
+    try:
+        manifest = read_json(paths.manifest)
+    except FileNotFoundError:
+        return "the index lists it, but its run folder or manifest is gone"
+    except (OSError, ValueError):
+        return "its manifest cannot be read, so the verdict the index lists is not verified"
+    run = _mapping(manifest.get("run"))
+    if not is_sealed(manifest) or manifest.get("content_hash") != entry.content_hash:
+        return "the index line does not name the run's seal: the index or the run was edited"
+    if run.get("verdict") != entry.verdict or paths.run_id != entry.run_id:
+        return (
+            f"the index says {entry.verdict[:20]!r} but the sealed run says "
+            f"{str(run.get('verdict'))[:20]!r}: the index line was edited"
+        )
+    return None
 
 
 def _start_sealed_ids(root: Path) -> None:
@@ -161,6 +293,7 @@ def list_runs(
     root: str | os.PathLike[str] | None = None, *, subject: str | None = None
 ) -> list[RunIndexEntry]:
     """Sealed runs, newest first; only one subject's when ``subject`` is given."""
+    recover_index(root)
     entries = iter_index(root) if subject is None else iter_history(subject, root)
     return sorted(entries, key=lambda e: (e.timestamp, e.run_id), reverse=True)
 
@@ -246,3 +379,7 @@ def indexed_run_id_bytes(root: str | os.PathLike[str] | None = None) -> set[byte
         except FileNotFoundError:
             continue
     return set()
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}

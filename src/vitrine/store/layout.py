@@ -8,8 +8,10 @@ budget (see ``benchmarks/runner_overhead.py``). New runs use schema 2; schema 1 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "CURRENT_SCHEMA",
@@ -17,6 +19,7 @@ __all__ = [
     "ROWS_JSONL_SCHEMA",
     "SUPPORTED_SCHEMAS",
     "RunPaths",
+    "is_sealed",
 ]
 
 PER_FILE_SCHEMA = 1
@@ -61,3 +64,8 @@ class RunPaths:
     def store_root(self) -> Path:
         """The store a run belongs to: runs live at ``<root>/runs/<run_id>``."""
         return self.run_dir.parent.parent
+
+
+def is_sealed(manifest: Mapping[str, Any]) -> bool:
+    """A manifest that carries its seal: the run's last write landed."""
+    return manifest.get("status") == "complete" and bool(manifest.get("content_hash"))

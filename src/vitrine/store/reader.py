@@ -16,7 +16,7 @@ from vitrine.store.errors import (
     UnsupportedSchemaError,
 )
 from vitrine.store.files import read_json
-from vitrine.store.layout import SUPPORTED_SCHEMAS, RunPaths
+from vitrine.store.layout import SUPPORTED_SCHEMAS, RunPaths, is_sealed
 from vitrine.store.rows import row_layout
 
 __all__ = ["is_sealed", "load_run", "read_manifest", "result_from_contents"]
@@ -42,10 +42,6 @@ def read_manifest(paths: RunPaths) -> dict[str, Any]:
             f"{sorted(SUPPORTED_SCHEMAS)}"
         )
     return manifest
-
-
-def is_sealed(manifest: dict[str, Any]) -> bool:
-    return manifest.get("status") == "complete" and bool(manifest.get("content_hash"))
 
 
 def load_run(run_dir: str | os.PathLike[str], *, allow_incomplete: bool = False) -> RunResult:

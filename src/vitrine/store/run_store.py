@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vitrine.bench.model import BenchmarkDefinition
 from vitrine.bench.results import RunResult
-from vitrine.store.index import RunIndexEntry, list_runs
+from vitrine.store.index import RunIndexEntry, list_runs, recover_index
 from vitrine.store.layout import CURRENT_SCHEMA, SUPPORTED_SCHEMAS
 from vitrine.store.naming import RUN_ID_PATTERN, resolve_root
 from vitrine.store.reader import load_run
@@ -32,6 +32,8 @@ class RunStore:
             )
         self.root = resolve_root(root)
         self.schema_version = schema_version
+        # A seal a killed process left unindexed is indexed before anything reads the store.
+        recover_index(self.root)
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.root)!r})"

@@ -14,7 +14,7 @@ from vitrine.bench.retry import FailedAttempt
 from vitrine.store.contents import RunContents, read_contents
 from vitrine.store.errors import RunStoreError
 from vitrine.store.files import AppendLog, atomic_write_bytes, atomic_write_json, encode_line
-from vitrine.store.index import record_sealed_run
+from vitrine.store.index import record_sealed_run, sealing
 from vitrine.store.layout import CURRENT_SCHEMA, RunPaths
 from vitrine.store.naming import new_run_id
 from vitrine.store.records import (
@@ -191,11 +191,12 @@ class RunWriter:
         content_hash = self._hasher.digest(manifest, summary)
         self.manifest["content_hash"] = content_hash
         atomic_write_json(self.paths.summary, summary)
-        # The manifest goes last: its content hash is the seal, so a run is complete only once
-        # everything it covers is already on disk.
-        atomic_write_json(self.paths.manifest, self.manifest)
-        self._sealed = True
-        record_sealed_run(self.paths, self.manifest, summary)
+        with sealing(self.paths):  # a kill from here on leaves the run to be indexed on open
+            # The manifest goes last: its content hash is the seal, so a run is complete only
+            # once everything it covers is already on disk.
+            atomic_write_json(self.paths.manifest, self.manifest)
+            self._sealed = True
+            record_sealed_run(self.paths, self.manifest, summary)
         return content_hash
 
     def close(self) -> None:
