@@ -104,3 +104,31 @@ def row_facts(run: RunResult) -> list[tuple[str, str, str, bool | None, float | 
 def rows_per_trial(run: RunResult) -> Counter[tuple[str, str]]:
     """How many rows each (case, check) pair has: exactly one when nothing was lost or doubled."""
     return Counter((row.case_id, row.check_key) for row in run.rows)
+
+
+def listening_sockets() -> list[tuple[str, int, str]]:
+    """(address, port, process name) of every listening TCP socket of this process and the
+    processes it started: a local Ray cluster's GCS, raylets, agents and workers among them."""
+    import psutil
+
+    me = psutil.Process()
+    names = {me.pid: me.name()}
+    for child in me.children(recursive=True):
+        try:
+            names[child.pid] = child.name()
+        except psutil.Error:
+            continue  # gone since it was listed: it listens on nothing now
+    return sorted(
+        (conn.laddr.ip, conn.laddr.port, names[conn.pid])
+        for conn in psutil.net_connections("inet")
+        if conn.status == psutil.CONN_LISTEN and conn.pid in names
+    )
+
+
+def is_loopback(address: str) -> bool:
+    """127.0.0.0/8, ::1, or 127.x as an IPv4-mapped IPv6 address (``::ffff:127.0.0.1``)."""
+    import ipaddress
+
+    ip = ipaddress.ip_address(address)
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback

@@ -14,6 +14,8 @@ from ray_support import (  # noqa: E402
     CRASH_INPUT,
     RAY_TESTS,
     definition,
+    is_loopback,
+    listening_sockets,
     row_facts,
     rows_per_trial,
 )
@@ -21,7 +23,7 @@ from ray_support import (  # noqa: E402
 import vitrine  # noqa: E402
 from vitrine import Arm, SubjectResponse  # noqa: E402
 from vitrine.bench.executors import ExecutorError  # noqa: E402
-from vitrine.bench.ray_executor import RayExecutor  # noqa: E402
+from vitrine.bench.ray_executor import RayExecutor, start_local_ray  # noqa: E402
 from vitrine.bench.runner import run_benchmark  # noqa: E402
 from vitrine.store import RunStore  # noqa: E402
 from vitrine.store.reader import load_run  # noqa: E402
@@ -31,10 +33,28 @@ pytestmark = RAY_TESTS
 
 @pytest.fixture(scope="module")
 def local_cluster():
-    """One local cluster for the module: two CPUs, no dashboard."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    """The one local cluster of the test run: two CPUs, no dashboard, loopback only, started
+    as ``--executor ray`` starts it (the other Ray modules start none, or a two-node one)."""
+    with pytest.MonkeyPatch.context() as patch:
+        # A cluster named in the environment is not "local": only an address given is used.
+        patch.setenv("RAY_ADDRESS", ELSEWHERE)
+        start_local_ray(num_cpus=2)
     yield
     ray.shutdown()
+
+
+ELSEWHERE = "127.0.0.1:9"
+
+
+def test_the_local_cluster_listens_on_loopback_only(local_cluster):
+    sockets = listening_sockets()
+    assert {"gcs_server", "raylet"} <= {name for _, _, name in sockets}, sockets
+    assert [s for s in sockets if not is_loopback(s[0])] == []
+
+
+def test_a_local_cluster_is_started_here_whatever_ray_address_says(local_cluster):
+    gcs = ray.get_runtime_context().gcs_address
+    assert gcs != ELSEWHERE and is_loopback(gcs.rpartition(":")[0])
 
 
 @pytest.fixture

@@ -9,10 +9,17 @@ import pytest
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
 
-from ray_support import RAY_TESTS, definition, rows_per_trial, sleeper  # noqa: E402
+from ray_support import (  # noqa: E402
+    RAY_TESTS,
+    definition,
+    is_loopback,
+    listening_sockets,
+    rows_per_trial,
+    sleeper,
+)
 
 from vitrine import Arm  # noqa: E402
-from vitrine.bench.ray_executor import RayExecutor  # noqa: E402
+from vitrine.bench.ray_executor import LOOPBACK, RayExecutor, loopback_only  # noqa: E402
 from vitrine.bench.retry import RetryPolicy  # noqa: E402
 from vitrine.bench.runner import run_benchmark  # noqa: E402
 from vitrine.store import RunStore  # noqa: E402
@@ -32,15 +39,17 @@ FAST_HEALTH_CHECKS = {
 @pytest.fixture(scope="module")
 def two_nodes():
     """A head and a worker node, one CPU each, so each holds exactly one trial host."""
-    cluster = cluster_utils.Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "include_dashboard": False,
-            "_system_config": FAST_HEALTH_CHECKS,
-        },
-    )
-    worker = cluster.add_node(num_cpus=1)
+    with loopback_only():  # both nodes on this machine's loopback, as a local run's is
+        cluster = cluster_utils.Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 1,
+                "include_dashboard": False,
+                "node_ip_address": LOOPBACK,
+                "_system_config": FAST_HEALTH_CHECKS,
+            },
+        )
+        worker = cluster.add_node(num_cpus=1, node_ip_address=LOOPBACK)
     cluster.wait_for_nodes()
     yield cluster, worker
     ray.shutdown()
@@ -59,6 +68,7 @@ async def test_a_killed_node_leaves_every_trial_exactly_once_retried_and_recorde
 
     with RayExecutor(cluster.address) as executor:
         assert executor.live_hosts == 2
+        assert [s for s in listening_sockets() if not is_loopback(s[0])] == []
         killer = asyncio.create_task(kill_the_worker_node())
         result = await run_benchmark(
             benchmark,

@@ -18,16 +18,18 @@ policy has tries left, and is otherwise not measured, never dropped and never re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
 import ray
 import ray.exceptions
 from ray import cloudpickle
+from ray._private import ray_constants
 
 from vitrine.bench.executors import ExecutorError, ExecutorUnavailableError
 from vitrine.bench.model import AdmittedCheck, Arm, Case
@@ -35,7 +37,10 @@ from vitrine.bench.retry import FailedAttempt
 from vitrine.bench.trial import TrialOutcome, TrialRunner, not_measured_rows
 from vitrine.redact import describe_exception
 
-__all__ = ["RayExecutor"]
+__all__ = ["LOOPBACK", "RayExecutor", "loopback_only", "start_local_ray"]
+
+LOOPBACK = "127.0.0.1"
+_LOOPBACK_NAMES = frozenset({LOOPBACK, "localhost", "::1"})
 
 _log = logging.getLogger(__name__)
 
@@ -92,9 +97,10 @@ class RayExecutor:
     """Runs trials on a Ray cluster; use it as a context manager (``with RayExecutor(): ...``).
 
     ``address`` names a running cluster (``host:port`` of its head, ``auto`` or ``ray://...``);
-    ``None`` starts a local one with ``num_cpus`` CPUs (all of this machine's by default) and no
-    dashboard. ``hosts`` is the number of trial hosts (one CPU each); by default one per CPU of
-    the cluster. A Ray connection made before ``start`` is reused and left open at ``close``.
+    ``None`` starts a local one with ``num_cpus`` CPUs (all of this machine's by default), no
+    dashboard, listening on 127.0.0.1 only (:func:`start_local_ray`). ``hosts`` is the number
+    of trial hosts (one CPU each); by default one per CPU of the cluster. A Ray connection made
+    before ``start`` is reused and left open at ``close``.
     """
 
     def __init__(
@@ -169,13 +175,19 @@ class RayExecutor:
         if self.address is not None:
             _probe(self.address)
         try:
-            ray.init(
-                address=self.address,
-                num_cpus=self.num_cpus if self.address is None else None,
-                include_dashboard=False,
-                logging_level=logging.WARNING,
-                log_to_driver=True,
-            )
+            if self.address is None:
+                start_local_ray(num_cpus=self.num_cpus, log_to_driver=True)
+            else:
+                # A cluster at a loopback address is this machine's, listening on loopback
+                # only: Ray would otherwise look for it at the machine's interface address.
+                local = _host_of(self.address) in _LOOPBACK_NAMES
+                with loopback_only() if local else contextlib.nullcontext():
+                    ray.init(
+                        address=self.address,
+                        include_dashboard=False,
+                        logging_level=logging.WARNING,
+                        log_to_driver=True,
+                    )
         except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
             where = "a local Ray cluster" if self.address is None else f"Ray at {self.address!r}"
             raise ExecutorUnavailableError(
@@ -307,6 +319,47 @@ def _check_picklable(value: object, what: str) -> None:
             f"({describe_exception(exc)}); build what it holds (clients, locks, open files) "
             "inside the call, or run it with the local executor"
         ) from exc
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[None]:
+    """Ray nodes started inside this block listen on 127.0.0.1 only.
+
+    Ray resolves a node's address, even a given ``127.0.0.1``, to the machine's own interface
+    address unless clustering is off, as it is on macOS and Windows; so it is switched off for
+    the start (the started node then answers 127.0.0.1 to every later question).
+    """
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
+def start_local_ray(num_cpus: int | None = None, *, log_to_driver: bool = False) -> None:
+    """Start a Ray instance on this machine that listens on loopback only, without a dashboard.
+
+    ``address="local"``: a new instance always, never one that ``RAY_ADDRESS`` or an earlier
+    ``ray start`` names; a remote cluster is used only when an address is given.
+    """
+    with loopback_only():
+        ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            dashboard_host=LOOPBACK,
+            logging_level=logging.WARNING,
+            log_to_driver=log_to_driver,
+            _node_ip_address=LOOPBACK,
+        )
+
+
+def _host_of(address: str) -> str:
+    """The host part of a Ray address (``host:port``, ``ray://host:port``, ``[::1]:port``)."""
+    target = address.removeprefix("ray://")
+    host = target.rpartition(":")[0] if ":" in target else target
+    return host.strip("[]")
 
 
 def _probe(address: str) -> None:
