@@ -216,6 +216,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     live.add_argument(
         "--judge-model", metavar="NAME", help="the judge's model, deployment or GGUF file"
     )
+    live.add_argument(
+        "--max-calls", metavar="N", help="spend ceiling: at most N model calls in the session"
+    )
+    live.add_argument(
+        "--max-tokens",
+        metavar="N",
+        help="spend ceiling: no new call once the provider-reported tokens reach N",
+    )
+    live.add_argument(
+        "--max-cost",
+        metavar="USD",
+        help="spend ceiling: no new call once the cost reaches USD (needs --price-table)",
+    )
+    live.add_argument(
+        "--price-table",
+        metavar="FILE",
+        type=Path,
+        help='JSON {"model": {"input_per_million": USD, "output_per_million": USD}}',
+    )
 
     traces = parser.add_argument_group("traces (OpenTelemetry; off unless a destination is set)")
     traces.add_argument(
@@ -475,6 +494,10 @@ def _options(namespace: argparse.Namespace) -> PlanOptions:
         json_report=namespace.json_report,
         html_report=namespace.html_report,
         output=namespace.output,
+        max_calls=namespace.max_calls,
+        max_tokens=namespace.max_tokens,
+        max_cost=namespace.max_cost,
+        price_table=namespace.price_table,
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from vitrine import tracing
 from vitrine.bench.response import TokenUsage
+from vitrine.budget import BudgetReached
 from vitrine.errors import VitrineError
 from vitrine.judge.base import EXPLANATION_LIMIT, Criterion, CriterionVerdict, JudgeResult
 from vitrine.providers.base import (
@@ -206,6 +207,10 @@ class LLMJudge:
             completion = await tracing.complete(self._model, request)
         except asyncio.CancelledError:
             raise
+        except BudgetReached:
+            return JudgeResult.failed(
+                "not measured: budget (the session's spend ceiling)", criteria
+            )
         except ProviderError as exc:
             # The category only: a provider's own words may quote the request or its endpoint.
             return JudgeResult.failed(f"judge provider failure: {exc.failure.value}", criteria)

@@ -9,12 +9,13 @@ invocation, including argument errors.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+from vitrine.budget import Price, SpendCeiling
 from vitrine.errors import VitrineError
 from vitrine.outcomes import ExitCode
 from vitrine.store.naming import resolve_root
@@ -136,6 +137,10 @@ class PlanRequest:
     output: Path | None = None
     progress: ProgressSink | None = field(default=None, compare=False)
     console: bool = False
+    # The session's spend ceiling (--max-calls, --max-tokens, --max-cost) and the declared
+    # prices a cost ceiling is computed from; None when no ceiling was asked for.
+    spend: SpendCeiling | None = None
+    prices: Mapping[str, Price] | None = field(default=None, compare=False)
 
     def output_root(self) -> Path:
         """The run-store root: ``--output``, else ``$VITRINE_HOME``, else ``./.vitrine``."""

@@ -8,10 +8,12 @@ formed before learning that the plan is not built yet.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from vitrine.budget import Price, PriceTableError, SpendCeiling, load_price_table
 from vitrine.plans.base import (
     PROVIDERS,
     Plan,
@@ -77,6 +79,10 @@ class PlanOptions:
     json_report: Path | None = None
     html_report: Path | None = None
     output: Path | None = None
+    max_calls: str | int | None = None
+    max_tokens: str | int | None = None
+    max_cost: str | float | None = None
+    price_table: Path | None = None
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -98,6 +104,7 @@ def validate(
     provider = _check_provider(options)
     _check_paid(plan, options, provider)
     _check_reports(options)
+    spend, prices = _spend_ceiling(plan, options)
     if not plan.available:
         raise UsageError(f"{plan.name} is not available: {plan.unavailable_reason}")
     request = PlanRequest(
@@ -118,6 +125,8 @@ def validate(
         output=options.output,
         progress=progress,
         console=console,
+        spend=spend,
+        prices=prices,
     )
     return plan, request
 
@@ -291,6 +300,70 @@ def _check_paid(plan: Plan, options: PlanOptions, provider: ProviderName | None)
         "declared free with VITRINE_PROVIDER_COST=free, costs nothing and needs no "
         "confirmation)"
     )
+
+
+_SPEND_FLAGS = (
+    ("--max-calls", "max_calls"),
+    ("--max-tokens", "max_tokens"),
+    ("--max-cost", "max_cost"),
+    ("--price-table", "price_table"),
+)
+
+
+def _spend_ceiling(
+    plan: Plan, options: PlanOptions
+) -> tuple[SpendCeiling | None, dict[str, Price] | None]:
+    """The session's spend ceiling and declared prices, or a refusal that says which flag."""
+    given = [flag for flag, attr in _SPEND_FLAGS if getattr(options, attr) is not None]
+    if not given:
+        return None, None
+    if plan.kind is not PlanKind.LIVE:
+        raise UsageError(
+            f"{plan.name} does not accept {given[0]}: a spend ceiling bounds the model calls "
+            f"of a live plan, and this is a {plan.kind.value} plan"
+        )
+    calls = _ceiling_count("--max-calls", options.max_calls)
+    tokens = _ceiling_count("--max-tokens", options.max_tokens)
+    cost = None if options.max_cost is None else _ceiling_cost(options.max_cost)
+    prices = None
+    if options.price_table is not None:
+        try:
+            prices = load_price_table(_expanded("--price-table", options.price_table))
+        except PriceTableError as exc:
+            raise UsageError(str(exc)) from None
+    if cost is not None and prices is None:
+        raise UsageError(
+            "--max-cost needs --price-table FILE: a cost is computed only from the prices you "
+            "declare per model, never guessed"
+        )
+    if calls is None and tokens is None and cost is None:
+        raise UsageError("--price-table only serves --max-cost; give a ceiling to enforce")
+    return SpendCeiling(calls, tokens, cost), prices
+
+
+def _ceiling_count(flag: str, raw: str | int | None) -> int | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or (isinstance(raw, int) and raw < 1):
+        raise UsageError(f"{flag} must be a whole number of at least 1, got {_shown(raw)}")
+    if isinstance(raw, int):
+        return raw
+    text = raw.strip()
+    if not text.isascii() or not text.isdigit() or len(text.lstrip("0")) > _MAX_DIGITS + 3:
+        raise UsageError(f"{flag} must be a whole number of at least 1, got {_shown(raw)}")
+    if int(text) < 1:
+        raise UsageError(f"{flag} must be at least 1, got {_shown(raw)}")
+    return int(text)
+
+
+def _ceiling_cost(raw: str | float) -> float:
+    try:
+        value = float(raw) if not isinstance(raw, bool) else math.nan
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"--max-cost must be a positive number of US dollars, got {_shown(raw)}")
+    return value
 
 
 def _check_judge_provider(provider: str | None) -> ProviderName | None:

@@ -35,6 +35,7 @@ from vitrine import (
 )
 from vitrine.bench.runner import run_benchmark
 from vitrine.bench.score import BenchmarkScore, RepCollapse
+from vitrine.budget import MeteredModel, SpendCeiling, SpendMeter
 from vitrine.gates import decide
 from vitrine.judge.admission import JudgeAdmission, RefusedJudge, admit_judge
 from vitrine.judge.base import Judge
@@ -142,6 +143,7 @@ class _Session:
     timeline: Timeline
     document: dict[str, Any] = field(default_factory=dict)
     runs: list[RunResult] = field(default_factory=list)
+    meter: SpendMeter | None = None
 
 
 async def run_live_plan(
@@ -209,9 +211,13 @@ async def run_live_plan(
         "scenarios": list(scenarios),
         "repetitions": request.repetitions,
     }
+    if request.spend is not None:
+        session.meter = SpendMeter(request.spend, request.prices)
     if request.console:
         for line in preview.lines():
             sys.stdout.write(line + "\n")
+        if request.spend is not None:
+            sys.stdout.write(f"  spend ceiling: {_ceiling_text(request.spend)}\n")
         sys.stdout.write(
             f"  judge admission: at most {admission_calls(scenarios)} "
             "calibration judge call(s) before the first trial\n"
@@ -271,6 +277,8 @@ async def _execute(
     session.document["readiness"] = dict(models.readiness)
     session.document["provider"] = _provider_facts(models.description)
     session.document["judge_relation"] = _judge_relation(models.description)
+    if session.meter is not None:
+        models = _metered(models, session.meter)
 
     unprobed = await _settle_structured_output(session, models, config)
     if unprobed is not None:
@@ -357,6 +365,38 @@ async def _execute(
         reason = f"{reason}; quality not measured because the judge was {admission['reason']}"
     timeline.end("scoring", detail=f"exit {int(code)}")
     return _persist(session, code, reason, runs=runs)
+
+
+def _ceiling_text(ceiling: SpendCeiling) -> str:
+    parts = [
+        f"{ceiling.max_calls:,} call(s)" if ceiling.max_calls is not None else "",
+        f"{ceiling.max_tokens:,} reported token(s)" if ceiling.max_tokens is not None else "",
+        f"${ceiling.max_cost:g}" if ceiling.max_cost is not None else "",
+    ]
+    return (
+        ", ".join(p for p in parts if p)
+        + " for the whole session; once reached no new call or trial starts"
+    )
+
+
+def _metered(models: LiveModels, meter: SpendMeter) -> LiveModels:
+    """The same models with every request counted against the session's ceiling.
+
+    A cost ceiling needs a declared price for every model it would pay for: refused before
+    any call (exit 2), never estimated.
+    """
+    if meter.ceiling.max_cost is not None:
+        missing = meter.unpriced(
+            {"subject": models.subject.model_id, "judge": models.judge.model_id}
+        )
+        if missing:
+            raise UsageError(
+                f"--max-cost cannot be enforced: {' and '.join(missing)} has no declared price "
+                "in --price-table, so its cost is unknown; declare it or use --max-tokens"
+            )
+    return dataclasses.replace(
+        models, subject=MeteredModel(models.subject, meter), judge=MeteredModel(models.judge, meter)
+    )
 
 
 def _design(spec: LivePlanSpec, scenarios: int, repetitions: int) -> PowerStatement:
@@ -774,6 +814,13 @@ def _persist(
     timeline.end("persisting", detail="receipt written")
     timeline.end("session", detail=f"exit {int(code)}")
     timeline.close("the session ended before this step")
+    if session.meter is not None:
+        session.document["spend"] = session.meter.to_dict()
+        if session.meter.reached is not None:
+            reason = (
+                f"{reason}; spend ceiling reached ({session.meter.reached}): the trials it "
+                "stopped are not measured, reason budget"
+            )
     document = {
         **session.document,
         "started_at": session.started_at,

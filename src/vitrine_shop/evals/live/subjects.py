@@ -13,6 +13,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from vitrine import Arm, Case, ChatModel, ProviderError, SubjectResponse
+from vitrine.budget import BudgetReached
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest
@@ -49,6 +50,9 @@ async def _safely(run: Awaitable[SubjectResponse]) -> SubjectResponse:
         return await run
     except asyncio.CancelledError:
         raise
+    except BudgetReached:
+        # The spend ceiling refused the request before it was sent.
+        raise LiveSubjectError("not measured: budget (the session's spend ceiling)") from None
     except ProviderError as exc:
         raise LiveSubjectError(f"subject provider failure: {exc.failure.value}") from None
     except Exception as exc:
