@@ -9,11 +9,12 @@ store, and every span captured with content, is then searched for each of them.
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 from live_fakes import CANARY_KEY, is_judge, is_stage, live_env, receipt, scripted_reply
 
-from vitrine import ExitCode, PlanRequest, tracing
+from vitrine import ExitCode, PlanOutcome, PlanRequest, tracing
 from vitrine.board.export import export_board
 from vitrine.testing.openai_server import FakeOpenAIServer, FakeReply, FakeRequest
 from vitrine_shop.evals.live.plans import EVAL01
@@ -40,6 +41,19 @@ def leaky_reply(request: FakeRequest) -> FakeReply:
     return FakeReply.text((reply.content or "") + LEAK)
 
 
+async def _eval01(store: Path, environ: dict[str, str]) -> PlanOutcome:
+    """eval01 over HTTP on one scenario, paid and confirmed, into ``store``."""
+    request = PlanRequest(
+        plan=EVAL01.name,
+        scenarios=(LUCA,),
+        repetitions=1,
+        confirm_paid=True,
+        provider="openai",
+        output=store,
+    )
+    return await run_live_plan(EVAL01, request, LiveOptions(environ=environ))
+
+
 @pytest.fixture
 def spans():
     pytest.importorskip("opentelemetry.sdk")
@@ -55,17 +69,8 @@ def spans():
 
 
 async def test_credentials_in_a_models_answer_reach_no_artifact_page_or_span(tmp_path, spans):
-    request = PlanRequest(
-        plan=EVAL01.name,
-        scenarios=(LUCA,),
-        repetitions=1,
-        confirm_paid=True,
-        provider="openai",
-        output=tmp_path,
-    )
     with FakeOpenAIServer(leaky_reply) as server:
-        environ = live_env(server, VITRINE_JUDGE_ADMISSION="skip")
-        outcome = await run_live_plan(EVAL01, request, LiveOptions(environ=environ))
+        outcome = await _eval01(tmp_path, live_env(server, VITRINE_JUDGE_ADMISSION="skip"))
         answered = [r for r in server.requests if not is_judge(r) and not is_stage(r)]
     assert outcome.exit_code is ExitCode.PASS, outcome.summary
     assert answered, "the subject was never asked"
@@ -105,18 +110,10 @@ async def test_credentials_in_a_models_answer_reach_no_artifact_page_or_span(tmp
 
 
 async def test_a_base_url_with_credentials_is_refused_in_a_sentence_before_any_call(tmp_path):
-    request = PlanRequest(
-        plan=EVAL01.name,
-        scenarios=(LUCA,),
-        repetitions=1,
-        confirm_paid=True,
-        provider="openai",
-        output=tmp_path,
-    )
     with FakeOpenAIServer(leaky_reply) as server:
         environ = live_env(server, VITRINE_JUDGE_ADMISSION="skip")
         environ["OPENAI_BASE_URL"] = f"http://shopper:{PASSWORD}@127.0.0.1:{server.port}/v1"
-        outcome = await run_live_plan(EVAL01, request, LiveOptions(environ=environ))
+        outcome = await _eval01(tmp_path, environ)
         sent = server.request_count
     assert sent == 0
     # Not ready (the configuration's fault), never a run of bad_response trials.
