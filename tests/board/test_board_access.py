@@ -112,6 +112,8 @@ def test_the_printed_token_becomes_a_cookie_and_leaves_the_address(board_server)
     assert status == 200 and "<table" in text
     assert server.token not in text
     assert _request(server, "GET", "/?token=wrong")[0] == 401
+    status, headers, _ = _request(server, "GET", f"//elsewhere.example/?{login.query}")
+    assert (status, headers["Location"]) == (303, "/elsewhere.example/")  # stays on the board
 
 
 def test_the_board_command_prints_an_address_that_carries_a_fresh_token(board_store: Path):

@@ -142,7 +142,8 @@ class _Handler(BaseHTTPRequestHandler):
             return refusal
         rest = urlencode(params, doseq=True)
         cookie = f"{self.server.cookie_name}={self.server.token}; Path=/; HttpOnly; SameSite=Strict"
-        location = path + (f"?{rest}" if rest else "")
+        # One leading slash: "//elsewhere" would send the browser to another site.
+        location = "/" + path.lstrip("/") + (f"?{rest}" if rest else "")
         return Reply(303, b"", headers={"Location": location, "Set-Cookie": cookie})
 
     def do_GET(self) -> None:
