@@ -1,10 +1,11 @@
-"""Live sessions: power stated in the preview before any call, and exact curtailment."""
+"""Live sessions: power stated before any call, exact curtailment, adjusted p-values."""
 
 import json
 
 from live_fakes import FakeJudge, PaidScripted, receipt, verdicts
 
 from vitrine import ExitCode, PlanRequest
+from vitrine.multiplicity import benjamini_hochberg, holm, paired_difference
 from vitrine.power import paired_power, wilson_min_successes
 from vitrine_shop.evals.live.plans import EVAL03, EVAL04, EVAL05
 from vitrine_shop.evals.live.session import LiveModels, LiveOptions, run_live_plan
@@ -120,3 +121,26 @@ async def test_an_undecided_session_runs_every_repetition(tmp_path):
     doc = receipt(tmp_path)
     assert len(doc["runs"]) == 4 and "curtailment" not in doc
     assert doc["whole_trial"][0]["curtailed"] == 0
+
+
+async def test_the_comparisons_carry_holm_p_values_and_a_paired_effect_size(tmp_path):
+    options = LiveOptions(models=models(FakeJudge()), environ={}, fdr=True)
+    outcome = await run_live_plan(EVAL03, request(tmp_path, EVAL03.name, ALL, 1), options)
+    doc = receipt(tmp_path)
+    rows = doc["comparisons"]
+    assert len(rows) >= 2
+    assert [r["p_holm"] for r in rows] == holm([r["p_value"] for r in rows])
+    assert [r["p_bh"] for r in rows] == benjamini_hochberg([r["p_value"] for r in rows])
+    for row in rows:
+        effect = row["effect"]
+        if row["wins"] + row["losses"] + row["ties"] == 0:
+            assert effect is None
+            continue
+        cells = effect["cells"]
+        assert (cells["challenger_only"], cells["reference_only"]) == (row["wins"], row["losses"])
+        assert cells["both_pass"] + cells["neither"] == row["ties"]
+        expected = paired_difference(
+            cells["both_pass"], cells["reference_only"], cells["challenger_only"], cells["neither"]
+        )
+        assert effect == expected.to_dict()
+    assert any("(Holm " in line and "difference" in line for line in outcome.summary)

@@ -18,6 +18,7 @@ import dataclasses
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +41,7 @@ from vitrine.gates import decide
 from vitrine.judge.admission import JudgeAdmission, RefusedJudge, admit_judge
 from vitrine.judge.base import Judge
 from vitrine.judge.llm import DEFAULT_JUDGE_MAX_OUTPUT_TOKENS, LLMJudge
+from vitrine.multiplicity import benjamini_hochberg, holm, paired_difference
 from vitrine.plans.workload import PowerStatement, WorkloadPreview, require_paid_confirmation
 from vitrine.power import AllPassDesign, PairedDesign, WilsonDesign
 from vitrine.progress import NodeStatus, SuiteNode, Timeline
@@ -128,6 +130,8 @@ class LiveOptions:
     judge_admission: bool | None = None
     # Stochastic plans stop repeating once no remaining outcome can change any decision.
     curtail: bool = True
+    # Benjamini-Hochberg adjusted p-values beside the Holm ones, for the comparisons.
+    fdr: bool = False
 
 
 @dataclass
@@ -347,7 +351,7 @@ async def _execute(
     session.document["runs"] = [r.model_dump() for r in section.runs]
     session.document["check_facts"] = [c.model_dump() for c in section.checks]
     if session.spec.compare:
-        session.document["comparisons"] = _comparisons(runs, session.threshold)
+        session.document["comparisons"] = _comparisons(runs, session.threshold, fdr=options.fdr)
     facts_only = [facts for _, facts in trials]
     whole = _whole_trial(facts_only, planned) if session.spec.stochastic else None
     if whole is not None:
@@ -610,7 +614,9 @@ def _judge_relation(description: Mapping[str, Any]) -> str:
     return "unknown"
 
 
-def _comparisons(runs: Sequence[RunResult], threshold: float) -> list[dict[str, Any]]:
+def _comparisons(
+    runs: Sequence[RunResult], threshold: float, *, fdr: bool = False
+) -> list[dict[str, Any]]:
     score = BenchmarkScore.of(runs)
     keep = (
         "check",
@@ -635,9 +641,24 @@ def _comparisons(runs: Sequence[RunResult], threshold: float) -> list[dict[str, 
         "undecidable",
     )
     out = []
-    for comparison in score.against_reference(AGENT_ARM, RepCollapse.ALL, threshold):
+    comparisons = score.against_reference(AGENT_ARM, RepCollapse.ALL, threshold)
+    for comparison in comparisons:
         data = comparison.to_dict()
-        out.append({key: data[key] for key in keep})
+        row = {key: data[key] for key in keep}
+        # RepCollapse.ALL makes every cell 0 or 1: the pairs form a 2x2 table.
+        cells = Counter((p.reference_value > 0, p.challenger_value > 0) for p in comparison.pairs)
+        effect = paired_difference(
+            cells[True, True], cells[True, False], cells[False, True], cells[False, False]
+        )
+        row["effect"] = None if effect is None else effect.to_dict()
+        out.append(row)
+    # Reported together, so adjusted together: Holm always, Benjamini-Hochberg on request.
+    raw = [row["p_value"] for row in out]
+    for row, p_holm in zip(out, holm(raw), strict=True):
+        row["p_holm"] = p_holm
+    if fdr:
+        for row, p_bh in zip(out, benjamini_hochberg(raw), strict=True):
+            row["p_bh"] = p_bh
     return out
 
 
@@ -852,8 +873,25 @@ def _persist(
             f"{row['decision']}"
             + (f" ({row['curtailed']} curtailed)" if row.get("curtailed") else "")
         )
+    for row in session.document.get("comparisons") or []:
+        summary.append(_comparison_line(row))
     artifacts = [path, *(Path(r.run_dir) for r in runs if r.run_dir)]
     return PlanOutcome(code, summary, artifacts)
+
+
+def _comparison_line(row: Mapping[str, Any]) -> str:
+    effect = row.get("effect")
+    size = (
+        "no pairs"
+        if effect is None
+        else f"difference {effect['estimate']:+.2f}, 95% [{effect['lower']:+.2f}, "
+        f"{effect['upper']:+.2f}]"
+    )
+    return (
+        f"  {row['challenger_arm']} vs {row['reference_arm']} on {row['check']}: "
+        f"{row['wins']} win(s), {row['losses']} loss(es), {row['ties']} tie(s); "
+        f"p {row['p_value']:.3g} (Holm {row['p_holm']:.3g}); {size}"
+    )
 
 
 def _sink(request: PlanRequest) -> Callable[[object], None] | None:
