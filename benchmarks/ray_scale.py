@@ -36,7 +36,7 @@ from vitrine import (
     check,
 )
 from vitrine.bench.executors import LOCAL, TrialExecutor
-from vitrine.bench.ray_executor import RayExecutor
+from vitrine.bench.ray_executor import LOOPBACK, RayExecutor, loopback_only
 from vitrine.bench.runner import run_benchmark
 from vitrine.store import RunStore
 
@@ -143,16 +143,19 @@ def main() -> None:
     figures = measure("local", LOCAL, arms, trials, args)
 
     started = time.perf_counter()
-    cluster = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
-    )
-    ray.init(address=cluster.address, log_to_driver=False)
+    with loopback_only():  # a benchmark opens no port off this machine's loopback
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": LOOPBACK},
+        )
+        ray.init(address=cluster.address, log_to_driver=False)
     print(f"  (head node up in {time.perf_counter() - started:.1f} s)")
     try:
         with RayExecutor() as executor:
             figures += measure("ray, 1 node", executor, arms, trials, args)
         started = time.perf_counter()
-        cluster.add_node(num_cpus=1)
+        with loopback_only():
+            cluster.add_node(num_cpus=1, node_ip_address=LOOPBACK)
         cluster.wait_for_nodes()
         print(f"  (second node up in {time.perf_counter() - started:.1f} s)")
         with RayExecutor() as executor:
