@@ -100,3 +100,135 @@ def test_a_binary_case_file_is_refused_with_a_sentence(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert "not a text file" in err
+
+
+# --- the last sign-off, a sign-off that fails, and which run is the latest -------------------
+
+SIGN = ["redteam", "sign-off", "F-TC-RT-002", "--by", "Ana", "--reason", "calibration"]
+
+
+def signed(store):
+    assert main([*SIGN, "--output", str(store)]) == 0
+    return store
+
+
+def test_editing_the_last_sign_off_is_detected(vulnerable_run, capsys):
+    store, directory = vulnerable_run
+    signed(store)
+    ledger = directory / "signoffs.jsonl"
+    record = json.loads(ledger.read_text())
+    record["reason"] = "approved by the board"  # prev kept: the chain alone cannot tell
+    ledger.write_text(json.dumps(record) + "\n")
+    code, err = status(store, capsys)
+    assert code == 4
+    assert "last record was edited" in err
+
+
+@pytest.mark.parametrize("removed", ["the-line", "the-head"])
+def test_removing_the_last_sign_off_or_the_head_is_detected(vulnerable_run, capsys, removed):
+    store, directory = vulnerable_run
+    signed(store)
+    if removed == "the-line":
+        (directory / "signoffs.jsonl").write_text("")
+    else:
+        (directory / "signoffs.head.json").unlink()
+    code, err = status(store, capsys)
+    assert code == 4
+    assert ("a record was removed" if removed == "the-line" else "is missing") in err
+
+
+def test_a_sign_off_whose_page_cannot_be_written_is_not_recorded(
+    vulnerable_run, capsys, monkeypatch
+):
+    import errno
+
+    import vitrine.redteam.report as report
+
+    store, directory = vulnerable_run
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(report, "write_run_html", full_disk)
+    assert main([*SIGN, "--output", str(store)]) == 4
+    assert "could not be recorded" in capsys.readouterr().err
+    monkeypatch.undo()
+    ledger = directory / "signoffs.jsonl"
+    assert not ledger.exists() or ledger.read_bytes() == b""
+    code, _ = status(store, capsys)
+    assert code == 1  # the finding is still open
+
+
+def test_a_sign_off_cut_short_by_a_full_disk_leaves_no_line(vulnerable_run, capsys, monkeypatch):
+    import errno
+    import os
+
+    import vitrine.store.files as files
+
+    store, directory = vulnerable_run
+    real = os.write
+    calls = {"n": 0}
+
+    def starved(fd, data):
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, bytes(data)[:20])
+
+    monkeypatch.setattr(files.os, "write", starved)
+    assert main([*SIGN, "--output", str(store)]) == 4
+    monkeypatch.undo()
+    capsys.readouterr()
+    ledger = directory / "signoffs.jsonl"
+    assert not ledger.exists() or ledger.read_bytes() == b""
+    code, _ = status(store, capsys)
+    assert code == 1
+
+
+@pytest.fixture
+def clean_then_vulnerable(tmp_path):
+    """An older run with nothing open, then the latest run with an open finding."""
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(CASE_FILE)
+    store = tmp_path / "store"
+    base = ["redteam", "run", str(cases), "--output", str(store)]
+    assert main(base) == 0
+    (clean,) = (store / "reports").glob("redteam-*")
+    assert main([*base, "--target", "vulnerable"]) == 1
+    (latest,) = set((store / "reports").glob("redteam-*")) - {clean}
+    return store, clean, latest
+
+
+def test_an_older_clean_run_copied_under_a_newer_name_is_not_the_latest(
+    clean_then_vulnerable, capsys
+):
+    import shutil
+
+    store, clean, _ = clean_then_vulnerable
+    shutil.copytree(clean, clean.with_name("redteam-20991231T235959Z-ffffff"))
+    code, err = status(store, capsys)
+    assert code == 4
+    assert "redteam-20991231T235959Z-ffffff" in err and len(err.splitlines()) == 1
+
+
+def test_deleting_the_latest_run_is_detected(clean_then_vulnerable, capsys):
+    import shutil
+
+    store, _, latest = clean_then_vulnerable
+    shutil.rmtree(latest)
+    code, err = status(store, capsys)
+    assert code == 4
+    assert f"{latest.name}, is gone" in err
+
+
+def test_the_board_shows_a_refusal_page_for_a_tampered_run(vulnerable_run):
+    from vitrine.board.app import Board
+
+    store, directory = vulnerable_run
+    path = directory / "redteam.json"
+    document = json.loads(path.read_text())
+    document["findings"] = []
+    path.write_text(json.dumps(document))
+    reply = Board(store, persist_cache=False).get(f"/run/redteam/{directory.name}", {})
+    assert reply.status == 409
+    assert "does not match its seal" in reply.body.decode()

@@ -14,12 +14,13 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from vitrine.store.files import atomic_write_json
 from vitrine.store.index import RunIndexEntry, index_path
+from vitrine.store.seal import seal_problem
 
 __all__ = [
     "DOCUMENTS",
@@ -49,12 +50,23 @@ DOCUMENTS: Mapping[str, str] = {
     "redteam": "redteam.json",
     "mutants": "matrix.json",
 }
-VERDICTS = ("pass", "warn", "fail", "not measured", "infrastructure", "invalid", "unknown")
+VERDICTS = (
+    "pass",
+    "warn",
+    "fail",
+    "not measured",
+    "infrastructure",
+    "invalid",
+    "unknown",
+    "unverified",
+)
+# Kinds whose document carries a seal: one that fails it is shown "unverified", never its claim.
+_SEALED = frozenset({"offline", "live", "redteam"})
 
 _EXIT_VERDICTS = {0: "pass", 1: "fail", 2: "invalid", 3: "not measured", 4: "infrastructure"}
 _RUN_VERDICTS = {"PASS": "pass", "WARN": "warn", "FAIL": "fail", "PENDING": "not measured"}
 _CACHE_FILE = "headers.json"
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # 2: sealed documents checked
 
 
 def verdict_of_exit(code: object) -> str:
@@ -359,6 +371,8 @@ class Catalog:
         except (OSError, ValueError):
             doc = None
         header = reader(doc, relative.rsplit("/", 1)[0]) if isinstance(doc, dict) else None
+        if header is not None and header.kind in _SEALED and seal_problem(doc or {}):
+            header = replace(header, verdict="unverified")  # edited, or written unsealed
         self._files[relative] = (stat.st_mtime_ns, stat.st_size, header)
         self._dirty = True
         return header

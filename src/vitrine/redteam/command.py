@@ -342,12 +342,20 @@ def _loaded(run_dir: Path) -> dict[str, Any]:
 
 def _sign_off(args: argparse.Namespace) -> int:
     from vitrine.redteam.report import write_run_html
-    from vitrine.redteam.runs import RunIntegrityError, read_signoffs, sign_off
+    from vitrine.redteam.runs import RunIntegrityError, sign_off
 
     run_dir = _resolve(args, args.run)
+    document = _loaded(run_dir)
     try:
-        record = sign_off(run_dir, args.finding, by=args.by, reason=args.reason)
-        write_run_html(run_dir, _loaded(run_dir), read_signoffs(run_dir))
+        # The page is re-rendered before the sign-off is confirmed: if either cannot be
+        # written (a full disk), the sign-off is not recorded, as the refusal says.
+        record = sign_off(
+            run_dir,
+            args.finding,
+            by=args.by,
+            reason=args.reason,
+            then=lambda signoffs: write_run_html(run_dir, document, signoffs),
+        )
     except OSError as exc:
         raise CommandRefusal(
             f"the sign-off could not be recorded in {run_dir.name} ({exc.strerror or exc})",

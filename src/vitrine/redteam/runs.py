@@ -4,7 +4,12 @@ A run lives in ``<store root>/reports/redteam-<time>-<suffix>/``::
 
     redteam.json     the run document: scores, probes, findings (written once, atomically)
     redteam.html     the self-contained report (re-rendered when a finding is signed off)
-    signoffs.jsonl   append-only sign-offs, one JSON line each
+    signoffs.jsonl   append-only sign-offs, one JSON line each, chained to the run's seal
+    signoffs.head.json  the sealed head of that chain: its count and last line's hash
+
+and every run is recorded, in order, in ``<store root>/reports/redteam.runs.jsonl`` (a chained
+ledger with its own sealed head), so ``vitrine redteam status`` can tell the latest run from an
+older one copied under a newer name, and notices when the latest run was deleted.
 
 A compromise is a measured failure of the run; it is also a *finding* that a person must
 review. Signing it off does not change the run's facts (it stays a failure on record); it
@@ -14,10 +19,9 @@ records who accepted it and why, so ``vitrine redteam status`` can let the next 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +31,9 @@ from vitrine.errors import VitrineError
 from vitrine.redact import sanitize_text
 from vitrine.redteam.detectors import contains_secret
 from vitrine.redteam.model import Outcome, ProbeResult, TargetReply
-from vitrine.store.files import append_line, atomic_write_json, read_json, read_json_lines
+from vitrine.store.files import atomic_write_json, read_json
+from vitrine.store.ledger import Ledger, LedgerError
+from vitrine.store.seal import document_hash
 
 __all__ = [
     "RUN_DOCUMENT",
@@ -54,6 +60,11 @@ RUN_SCHEMA_VERSION = 2  # 2: sealed with a content hash; sign-offs chained to th
 RUN_DOCUMENT = "redteam.json"
 RUN_HTML = "redteam.html"
 SIGNOFFS = "signoffs.jsonl"
+RUN_LOG = "redteam.runs.jsonl"
+_RUN_LOG_ORIGIN = "sha256:" + hashlib.sha256(b"vitrine red-team run log").hexdigest()
+# Sealed into documents whose sign-off ledger has a sealed head and that the run log records:
+# for them a missing head, or a missing log, is an edit rather than an older store.
+_SEALED_LEDGERS = "sealed_ledgers"
 RUN_PREFIX = "redteam-"
 EVIDENCE_LIMIT = 240
 _RUN_NAME = re.compile(r"^redteam-\d{8}T\d{6}Z-[0-9a-f]{6}$")
@@ -69,16 +80,6 @@ class RunIntegrityError(ValueError, VitrineError):
     The soft gate decides from these files, so a run that cannot be trusted is refused (an
     infrastructure failure) rather than read as "no open findings".
     """
-
-
-def _seal(body: Mapping[str, Any]) -> str:
-    unsealed = {k: v for k, v in body.items() if k != "content_hash"}
-    canonical = json.dumps(unsealed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _line_hash(raw: bytes) -> str:
-    return "sha256:" + hashlib.sha256(raw.rstrip(b"\n")).hexdigest()
 
 
 def mask_secrets(text: str, hidden: Iterable[str]) -> str:
@@ -171,12 +172,23 @@ def new_run_dir(root: Path, now: datetime | None = None) -> Path:
 
 
 def write_run(run_dir: Path, document: Mapping[str, Any]) -> Path:
+    """Seal and write the run document, recording the run in the store's run log in the same
+    step: if the document cannot be written, the log does not name the run."""
     body = {**document, "schema": RUN_SCHEMA, "schema_version": RUN_SCHEMA_VERSION}
     body["run_id"] = run_dir.name
-    body["content_hash"] = _seal(body)
+    body[_SEALED_LEDGERS] = True
+    body["content_hash"] = document_hash(body)
     path = run_dir / RUN_DOCUMENT
-    atomic_write_json(path, body)
+    _run_log(run_dir.parent).append(
+        {"run_id": run_dir.name, "content_hash": body["content_hash"]},
+        require_head=True,
+        then=lambda _records: atomic_write_json(path, body),
+    )
     return path
+
+
+def _run_log(reports: Path) -> Ledger:
+    return Ledger(reports / RUN_LOG, _RUN_LOG_ORIGIN)
 
 
 def load_run(run_dir: Path) -> dict[str, Any]:
@@ -200,10 +212,15 @@ def load_run(run_dir: Path) -> dict[str, Any]:
     problem = _shape_problem(data)
     if problem:
         raise RunIntegrityError(f"{where} does not have the shape of a run document: {problem}")
-    if data.get("content_hash") != _seal(data):
+    if data.get("content_hash") != document_hash(data):
         raise RunIntegrityError(
             f"{where} does not match its seal: it was changed after the run wrote it, so "
             "its findings cannot be trusted"
+        )
+    if data.get("run_id") != run_dir.name:
+        raise RunIntegrityError(
+            f"{where} was sealed as run {str(data.get('run_id'))[:60]!r}, not {run_dir.name}: "
+            "an older run was copied under a newer name, so it cannot stand for this run"
         )
     return data
 
@@ -265,13 +282,64 @@ def unresolved_of(document: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def latest_run(root: Path) -> Path:
+    """The latest run, as the store's run log records it.
+
+    Refused (:class:`RunIntegrityError`) when the log's latest run is gone or is not the run
+    the log sealed, or when a run folder newer than it holds a document the log never recorded
+    (an older run copied under a newer name, or a run killed before it was recorded). A store
+    written before the log existed falls back to the newest run folder.
+    """
     reports = root / "reports"
     runs = sorted(
-        p for p in reports.glob(f"{RUN_PREFIX}*") if _RUN_NAME.match(p.name) and p.is_dir()
+        p
+        for p in reports.glob(f"{RUN_PREFIX}*")
+        if _RUN_NAME.match(p.name) and (p / RUN_DOCUMENT).is_file()
     )
-    if not runs:
-        raise RunNotFoundError("no red-team run in the store yet: run `vitrine redteam run`")
-    return runs[-1]
+    try:
+        logged = _run_log(reports).read(require_head=True)
+    except LedgerError as exc:
+        raise RunIntegrityError(f"reports/{RUN_LOG} {exc}") from exc
+    if not logged:
+        if runs and _claims_log(runs[-1]):
+            raise RunIntegrityError(
+                f"the red-team run log reports/{RUN_LOG} is missing although run "
+                f"{runs[-1].name} was recorded in it: the log was removed, so which run is "
+                "the latest cannot be trusted"
+            )
+        if not runs:
+            raise RunNotFoundError("no red-team run in the store yet: run `vitrine redteam run`")
+        return runs[-1]
+    last = logged[-1]
+    latest = reports / str(last.get("run_id"))
+    if not _RUN_NAME.match(latest.name) or not (latest / RUN_DOCUMENT).is_file():
+        raise RunIntegrityError(
+            f"the latest red-team run the log records, {latest.name[:60]}, is gone: it was "
+            "deleted (or its writing was interrupted); run `vitrine redteam run` again"
+        )
+    newer = [p.name for p in runs if p.name > latest.name]
+    if newer:
+        raise RunIntegrityError(
+            f"{newer[-1]} is newer than the latest run the log records ({latest.name}) but "
+            "was never recorded: an older run copied under a newer name, or a run killed "
+            "before it finished; it is not read as the latest"
+        )
+    try:
+        sealed = read_json(latest / RUN_DOCUMENT).get("content_hash")
+    except (OSError, ValueError, RecursionError) as exc:
+        raise RunIntegrityError(f"{latest.name}/{RUN_DOCUMENT} cannot be read") from exc
+    if sealed != last.get("content_hash"):
+        raise RunIntegrityError(
+            f"{latest.name}/{RUN_DOCUMENT} is not the document the run log recorded for it: "
+            "the run was replaced"
+        )
+    return latest
+
+
+def _claims_log(run_dir: Path) -> bool:
+    try:
+        return bool(read_json(run_dir / RUN_DOCUMENT).get(_SEALED_LEDGERS))
+    except (OSError, ValueError, RecursionError):
+        return False
 
 
 def resolve_run(root: Path, run: str | None) -> Path:
@@ -288,26 +356,34 @@ def resolve_run(root: Path, run: str | None) -> Path:
 
 
 def read_signoffs(run_dir: Path) -> list[SignOff]:
-    """The sign-offs, verified as a chain: each line names the hash of the one before it
-    (the first names the run's seal), so a line removed, edited or inserted is detected."""
-    path = run_dir / SIGNOFFS
-    if not path.exists():
+    """The sign-offs, verified as a chain: each line names the hash of the one before it (the
+    first names the run's seal) and the sealed head names the last, so a line removed, edited
+    or inserted, the last one included, is detected."""
+    if not (run_dir / SIGNOFFS).exists():
         return []
+    document = load_run(run_dir)
     where = f"{run_dir.name}/{SIGNOFFS}"
     try:
-        lines = read_json_lines(path, skip_malformed=True)
+        records = _ledger(run_dir, document).read(require_head=_headed(document))
     except OSError as exc:
         raise RunIntegrityError(f"{where} cannot be read ({exc.strerror or exc})") from exc
-    except ValueError as exc:
-        raise RunIntegrityError(f"{where} is damaged: {exc}") from exc
-    expected = load_run(run_dir)["content_hash"]
+    except LedgerError as exc:
+        raise RunIntegrityError(f"{where} {exc}") from exc
+    return _signoffs(run_dir, records)
+
+
+def _ledger(run_dir: Path, document: Mapping[str, Any]) -> Ledger:
+    return Ledger(run_dir / SIGNOFFS, str(document["content_hash"]))
+
+
+def _headed(document: Mapping[str, Any]) -> bool:
+    return bool(document.get(_SEALED_LEDGERS))
+
+
+def _signoffs(run_dir: Path, records: Sequence[Mapping[str, Any]]) -> list[SignOff]:
+    where = f"{run_dir.name}/{SIGNOFFS}"
     out = []
-    for number, (record, raw) in enumerate(zip(lines.records, lines.raw_lines, strict=True), 1):
-        if record.get("prev") != expected:
-            raise RunIntegrityError(
-                f"{where} line {number} does not follow the line before it: the sign-off "
-                "ledger was edited"
-            )
+    for number, record in enumerate(records, 1):
         try:
             out.append(
                 SignOff(
@@ -319,19 +395,23 @@ def read_signoffs(run_dir: Path) -> list[SignOff]:
             )
         except KeyError as exc:
             raise RunIntegrityError(f"{where} line {number} lacks {exc.args[0]!r}") from exc
-        expected = _line_hash(raw)
     return out
 
 
-def _ledger_head(run_dir: Path, document: Mapping[str, Any]) -> str:
-    path = run_dir / SIGNOFFS
-    read_signoffs(run_dir)  # refuse to extend a ledger that no longer verifies
-    raw_lines = read_json_lines(path, skip_malformed=True).raw_lines if path.exists() else ()
-    return _line_hash(raw_lines[-1]) if raw_lines else str(document["content_hash"])
+def sign_off(
+    run_dir: Path,
+    finding_id: str,
+    *,
+    by: str,
+    reason: str,
+    then: Callable[[list[SignOff]], object] | None = None,
+) -> SignOff:
+    """Append one sign-off; refuses unknown findings and blank names or reasons.
 
-
-def sign_off(run_dir: Path, finding_id: str, *, by: str, reason: str) -> SignOff:
-    """Append one sign-off; refuses unknown findings and blank names or reasons."""
+    ``then`` (say, re-rendering the report page) gets every sign-off, the new one included,
+    before the sign-off is confirmed: if it fails, or the record cannot be written whole, the
+    sign-off is not recorded at all.
+    """
     document = load_run(run_dir)
     known = {f["id"] for f in document.get("findings") or ()}
     if finding_id not in known:
@@ -345,7 +425,13 @@ def sign_off(run_dir: Path, finding_id: str, *, by: str, reason: str) -> SignOff
         sanitize_text(reason, 500),
         datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    append_line(run_dir / SIGNOFFS, {**record.to_dict(), "prev": _ledger_head(run_dir, document)})
+    after = None if then is None else (lambda records: then(_signoffs(run_dir, records)))
+    try:
+        _ledger(run_dir, document).append(
+            record.to_dict(), require_head=_headed(document), then=after
+        )
+    except LedgerError as exc:  # refuse to extend a ledger that no longer verifies
+        raise RunIntegrityError(f"{run_dir.name}/{SIGNOFFS} {exc}") from exc
     return record
 
 

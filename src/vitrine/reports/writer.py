@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from vitrine.errors import VitrineError
 from vitrine.reports.html import render_html
 from vitrine.reports.model import REPORT_SCHEMA_VERSION, SuiteReport
+from vitrine.store.seal import SEAL_FIELD, seal_problem, sealed
 
 __all__ = ["ReportSchemaError", "load_report", "report_json", "write_reports"]
 
@@ -30,11 +31,13 @@ class ReportSchemaError(ValueError, VitrineError):
 
 
 def report_json(report: SuiteReport) -> str:
-    """The canonical JSON text: sorted keys, two-space indent, trailing newline.
+    """The canonical JSON text, sealed: sorted keys, two-space indent, trailing newline, and a
+    ``content_hash`` over the rest, so a report edited after it was written (its exit code
+    changed, say) is refused by :func:`load_report` and flagged by the board.
 
     pydantic's JSON mode writes a non-finite float as null, which keeps the file valid JSON.
     """
-    data = json.loads(report.model_dump_json())
+    data = sealed(json.loads(report.model_dump_json()))
     return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -96,7 +99,8 @@ def write_reports(
 
 
 def load_report(path: Path) -> SuiteReport:
-    """Read a JSON suite report, refusing a schema version this vitrine does not know."""
+    """Read a JSON suite report, refusing a schema version this vitrine does not know and a
+    report whose seal does not match (edited after it was written)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -115,9 +119,11 @@ def load_report(path: Path) -> SuiteReport:
             f"schema_version {REPORT_SCHEMA_VERSION}. Guessing at unknown fields could show "
             "numbers the report never claimed, so it is refused."
         )
+    problem = seal_problem(data)
+    data.pop(SEAL_FIELD, None)
 
     try:
-        return SuiteReport.model_validate(data)
+        report = SuiteReport.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "<root>"
@@ -125,6 +131,9 @@ def load_report(path: Path) -> SuiteReport:
             f"{path} claims schema_version {version} but does not match it "
             f"({exc.error_count()} problem(s); first at {where}: {first['msg']})"
         ) from exc
+    if problem is not None:
+        raise ReportSchemaError(f"{path} cannot be trusted: {problem}")
+    return report
 
 
 def _refuse_directory(path: Path, kind: str) -> None:

@@ -151,10 +151,10 @@ def _list(root: Path, args: argparse.Namespace) -> int:
     needles = tuple(json.dumps(value) for value in (args.definition, args.arm) if value)
     out = sys.stdout
     entries = newest_runs(root, limit=args.limit, contains=needles, where=matches)
+    for run_id, why in problems.items():  # listed or not: an edited line is said
+        sys.stderr.write(f"{PROG}: run {run_id}: {why}\n")
     for entry in entries:
         problem = problems.get(entry.run_id)
-        if problem is not None:
-            sys.stderr.write(f"{PROG}: run {entry.run_id}: {problem}\n")
         if args.json:
             record = entry.to_record()
             if problem is not None:

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from vitrine.redact import sanitize_text
-from vitrine.store.errors import UnsupportedSchemaError
+from vitrine.store.errors import TamperedRunError, UnsupportedSchemaError
 from vitrine.store.files import atomic_write_json, read_json
 from vitrine.store.naming import RUN_ID_PATTERN, new_run_id
+from vitrine.store.seal import seal_problem, sealed
 
 __all__ = [
     "RECEIPT_SCHEMA",
@@ -141,6 +142,7 @@ class ReceiptStore:
         body.update(
             schema=RECEIPT_SCHEMA, schema_version=RECEIPT_SCHEMA_VERSION, session_id=session_id
         )
+        body = sealed(body)  # an exit code edited afterwards no longer matches
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(path, body)
         entry = ReceiptIndexEntry(
@@ -165,7 +167,8 @@ class ReceiptStore:
         return path
 
     def read(self, session_id: str) -> dict[str, Any]:
-        """Read one receipt; refuses a schema version this reader does not know."""
+        """Read one receipt; refuses a schema version this reader does not know and a receipt
+        whose seal does not match (:class:`TamperedRunError`)."""
         data = read_json(self.outcome_path(session_id))
         version = data.get("schema_version")
         if data.get("schema") != RECEIPT_SCHEMA or version not in SUPPORTED_RECEIPT_VERSIONS:
@@ -173,6 +176,9 @@ class ReceiptStore:
                 f"receipt {session_id} has schema {data.get('schema')!r} version {version!r}; "
                 f"this reader knows {RECEIPT_SCHEMA} {sorted(SUPPORTED_RECEIPT_VERSIONS)}"
             )
+        problem = seal_problem(data)
+        if problem is not None:
+            raise TamperedRunError(f"receipt {session_id} cannot be trusted: {problem}")
         return data
 
     def entries(self) -> list[ReceiptIndexEntry]:
