@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from vitrine.bench.events import Event, EventSink
     from vitrine.bench.executors import TrialExecutor
     from vitrine.bench.score import BenchmarkScore, CheckScore, ReferenceComparison, RepCollapse
+    from vitrine.budget import SpendMeter
     from vitrine.gates import GateDecision, GateResult
     from vitrine.reports.model import SuiteReport
     from vitrine.store import RunStore
@@ -229,6 +230,7 @@ def evaluate(
     progress: bool = False,
     executor: str | TrialExecutor | None = None,
     ray_address: str | None = None,
+    spend: SpendMeter | None = None,
 ) -> EvalResult:
     """Run every arm ``repetitions`` times over ``definition`` and score the runs.
 
@@ -249,6 +251,11 @@ def evaluate(
     it), or a started :class:`~vitrine.bench.executors.TrialExecutor`; ``None`` is the current
     executor, ``local`` unless a :func:`~vitrine.bench.executors.use_executor` block chose
     another. Wherever trials run, this process alone writes and seals the runs.
+
+    ``spend`` is a :class:`~vitrine.budget.SpendMeter` whose ceiling bounds the evaluation:
+    once it is reached no new trial starts, and the trials it stops are not measured with
+    "budget" as their reason. The meter counts what the models wrapped in
+    :class:`~vitrine.budget.MeteredModel` with it spend; ``spend.to_dict()`` is the account.
     """
     refuse_inside_event_loop("evaluate", "evaluate_async")
     return asyncio.run(
@@ -270,6 +277,7 @@ def evaluate(
             progress=progress,
             executor=executor,
             ray_address=ray_address,
+            spend=spend,
         )
     )
 
@@ -293,6 +301,7 @@ async def evaluate_async(
     progress: bool = False,
     executor: str | TrialExecutor | None = None,
     ray_address: str | None = None,
+    spend: SpendMeter | None = None,
 ) -> EvalResult:
     """The awaitable form of :func:`evaluate`, for code that already runs an event loop."""
     from vitrine.bench.executors import executor_scope
@@ -302,6 +311,15 @@ async def evaluate_async(
 
     arm_list = _arm_list(arms)
     _check_arguments(arm_list, repetitions, concurrency, reference)
+    if spend is not None:
+        if executor == "ray" or not isinstance(executor, str | None):
+            raise ValueError(
+                "a spend ceiling is counted in this process, so its trials must run here: "
+                "use executor='local' (or none) with spend"
+            )
+        from vitrine.budget import budget_gated
+
+        arm_list = [budget_gated(arm, spend) for arm in arm_list]
     mode = RepCollapse(collapse)
     tolerance = check_tolerance(tolerate_not_measured)
     policy = RetryPolicy(

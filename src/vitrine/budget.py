@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from vitrine.errors import VitrineError
 
 if TYPE_CHECKING:
+    from vitrine.bench.model import Arm, Case
+    from vitrine.bench.response import SubjectResponse
     from vitrine.providers.base import ChatCompletion, ChatModel, ChatRequest, Provenance
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "PriceTableError",
     "SpendCeiling",
     "SpendMeter",
+    "budget_gated",
     "load_price_table",
 ]
 
@@ -274,3 +277,21 @@ class MeteredModel:
         finally:
             self.meter.record(self.inner.model_id, ceiling, completion)
         return completion
+
+
+def budget_gated(arm: Arm, meter: SpendMeter) -> Arm:
+    """``arm`` with a trial gate: once ``meter`` is spent, a new trial ends at once, not
+    measured, with "budget" as its reason. Same id and metadata, so its runs compare as before.
+
+    The gate stops new trials; counting the spend is the models' part (wrap them in
+    :class:`MeteredModel` with the same meter).
+    """
+    from vitrine.bench.model import Arm  # noqa: PLC0415 - the runner's model loads on use
+
+    async def subject(case: Case) -> SubjectResponse:
+        why = meter.reached
+        if why is not None:
+            raise BudgetReached(f"not measured: budget ({why})")
+        return await arm.respond(case)
+
+    return Arm(arm.arm_id, subject, arm.metadata)

@@ -8,7 +8,21 @@ import random
 
 import pytest
 
-from vitrine import ChatCompletion, ChatMessage, ChatRequest
+from vitrine import (
+    Arm,
+    BenchmarkDefinition,
+    Case,
+    ChanceFloor,
+    ChatCompletion,
+    ChatMessage,
+    ChatRequest,
+    ExitCode,
+    Observation,
+    SubjectResponse,
+    admit,
+    check,
+    evaluate,
+)
 from vitrine.bench.response import TokenUsage
 from vitrine.budget import (
     BudgetReached,
@@ -146,3 +160,28 @@ def test_bad_ceilings_are_refused_before_anything_runs(capsys, tmp_path, extra, 
 def test_an_offline_plan_refuses_a_spend_ceiling(capsys, tmp_path):
     assert cli_main(["--all", "--max-calls", "5", "--output", str(tmp_path)]) == 2
     assert "a spend ceiling bounds the model calls of a live plan" in capsys.readouterr().err
+
+
+def test_the_api_stops_new_trials_at_the_ceiling_and_reports_them_not_measured():
+    meter = SpendMeter(SpendCeiling(max_calls=3))
+    model = MeteredModel(Model(9), meter)
+
+    async def subject(case):
+        reply = await model.complete(REQUEST)
+        return SubjectResponse(answer=f"{reply.content} {case.input}")
+
+    @check("answered")
+    def answered(case, response):
+        return Observation.measured(1.0, True)
+
+    floor = ChanceFloor.not_derivable("a toy predicate")
+    cases = [Case(f"c{i}", f"topic {i}") for i in range(6)]
+    definition = BenchmarkDefinition("budget-toy", "1.0.0", cases, [admit(answered, floor)])
+    result = evaluate(definition, Arm("small", subject), concurrency=1, spend=meter)
+    (run,) = result.runs
+    assert meter.calls == 3 and model.inner.sent == 3
+    stopped = {case: why for case, why in run.subject_errors.items() if "budget" in why}
+    assert len(stopped) == 3 and len(run.subject_errors) == 3
+    assert result.exit_code is ExitCode.NOT_MEASURED
+    with pytest.raises(ValueError, match="counted in this process"):
+        evaluate(definition, Arm("small", subject), spend=meter, executor="ray")
