@@ -232,3 +232,25 @@ def test_the_board_shows_a_refusal_page_for_a_tampered_run(vulnerable_run):
     reply = Board(store, persist_cache=False).get(f"/run/redteam/{directory.name}", {})
     assert reply.status == 409
     assert "does not match its seal" in reply.body.decode()
+
+
+def test_a_board_sign_off_whose_page_cannot_be_written_is_not_recorded(
+    vulnerable_run, monkeypatch
+):
+    import errno
+
+    import vitrine.board.app as app
+
+    store, directory = vulnerable_run
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(app, "write_run_html", full_disk)
+    board = app.Board(store, persist_cache=False)
+    form = {"csrf": board.csrf_token, "finding": "F-TC-RT-002", "by": "Ana", "reason": "ok"}
+    reply = board.post(f"/redteam/{directory.name}/sign-off", form)
+    assert reply.status == 500
+    assert "could not be recorded" in reply.body.decode()
+    ledger = directory / "signoffs.jsonl"
+    assert not ledger.exists() or ledger.read_bytes() == b""

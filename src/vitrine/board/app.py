@@ -391,12 +391,24 @@ class Board:
                 "finding and why",
                 400,
             )
+        document = load_run(run_dir)
         try:
-            sign_off(run_dir, form.get("finding", ""), by=by, reason=reason)
+            # The run's own report page is re-rendered, exactly as after `vitrine redteam
+            # sign-off`, before the sign-off is confirmed: if either fails, neither is recorded.
+            sign_off(
+                run_dir,
+                form.get("finding", ""),
+                by=by,
+                reason=reason,
+                then=lambda signoffs: write_run_html(run_dir, document, signoffs),
+            )
+        except OSError as exc:
+            raise BoardError(
+                f"the sign-off could not be recorded ({exc.strerror or exc}); nothing was kept",
+                500,
+            ) from exc
         except (LookupError, ValueError) as exc:
             raise BoardError(str(exc), 400) from exc
-        # The run's own report page is re-rendered, exactly as after `vitrine redteam sign-off`.
-        write_run_html(run_dir, load_run(run_dir), read_signoffs(run_dir))
         return Reply.redirect(f"/run/redteam/{quote(run_key)}")
 
     # -- setup ------------------------------------------------------------------------------
