@@ -26,69 +26,75 @@ from vitrine.commandline import USAGE, CommandRefusal, RefusingParser, run_comma
 __all__ = ["build_parser", "main"]
 
 PROG = "vitrine power"
+_DESCRIPTION = (
+    "What a design can detect, before anything runs or is spent. paired: the two-sided sign "
+    "test over the discordant collapsed pairs (state --discordance, and --win-rate, --cases or "
+    "both). wilson: the Wilson lower-bound rule (state --repetitions, --rate or both). Prints "
+    "the power, the smallest detectable effect at --target power, and the size that reaches it."
+)
 
 
-def _rate(name: str, *, open_ends: bool = False) -> Any:
+def _rate(*, open_ends: bool = False) -> Any:
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name} must be a number, got {text[:40]!r}"
-            ) from None
+            raise argparse.ArgumentTypeError(f"must be a number, got {text[:40]!r}") from None
         inside = 0.0 < value < 1.0 if open_ends else 0.0 <= value <= 1.0
         if not inside:
             bounds = "strictly between 0 and 1" if open_ends else "between 0 and 1"
-            raise argparse.ArgumentTypeError(f"{name} must lie {bounds}, got {text[:40]!r}")
+            raise argparse.ArgumentTypeError(f"must lie {bounds}, got {text[:40]!r}")
         return value
 
     return parse
 
 
-def _whole(name: str, minimum: int) -> Any:
+def _whole(minimum: int) -> Any:
     def parse(text: str) -> int:
         if not text.strip().isdigit() or len(text.strip()) > 6:
-            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {text[:40]!r}")
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text[:40]!r}")
         value = int(text)
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"{name} must be at least {minimum}, got {value}")
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
         return value
 
     return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = RefusingParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser = RefusingParser(prog=PROG, description=_DESCRIPTION)
     kinds = parser.add_subparsers(dest="kind", metavar="paired|wilson", required=True)
     paired = kinds.add_parser(
-        "paired", help="the paired comparison's sign test (eval03)", description=__doc__
+        "paired", help="the paired comparison's sign test (eval03)", description=_DESCRIPTION
     )
     paired.add_argument(
         "--discordance",
-        type=_rate("--discordance", open_ends=True),
+        type=_rate(open_ends=True),
         required=True,
         help="the chance that a case's two collapsed cells differ",
     )
     paired.add_argument(
         "--win-rate",
-        type=_rate("--win-rate"),
+        type=_rate(),
         help="the chance that a discordant case favours the challenger (0.5: no difference)",
     )
-    paired.add_argument("--cases", type=_whole("--cases", 1), help="paired cases in the design")
-    paired.add_argument("--alpha", type=_rate("--alpha", open_ends=True), default=0.05)
+    paired.add_argument("--cases", type=_whole(1), help="paired cases in the design")
+    paired.add_argument("--alpha", type=_rate(open_ends=True), default=0.05)
     wilson = kinds.add_parser(
-        "wilson", help="the stochastic plans' Wilson rule (eval04/eval05)", description=__doc__
+        "wilson",
+        help="the stochastic plans' Wilson rule (eval04/eval05)",
+        description=_DESCRIPTION,
     )
-    wilson.add_argument("--repetitions", type=_whole("--repetitions", 1))
+    wilson.add_argument("--repetitions", type=_whole(1))
     wilson.add_argument(
-        "--rate", type=_rate("--rate"), help="the true whole-trial success rate of a scenario"
+        "--rate", type=_rate(), help="the true whole-trial success rate of a scenario"
     )
-    wilson.add_argument("--floor", type=_rate("--floor"), default=0.50)
-    wilson.add_argument("--confidence", type=_rate("--confidence", open_ends=True), default=0.95)
+    wilson.add_argument("--floor", type=_rate(), default=0.50)
+    wilson.add_argument("--confidence", type=_rate(open_ends=True), default=0.95)
     for sub in (paired, wilson):
         sub.add_argument(
             "--target",
-            type=_rate("--target", open_ends=True),
+            type=_rate(open_ends=True),
             default=0.80,
             help="the power a design should reach (default 0.80)",
         )
