@@ -20,7 +20,7 @@ from typing import Any
 
 from vitrine.store.files import atomic_write_json
 from vitrine.store.index import RunIndexEntry, index_path
-from vitrine.store.seal import seal_problem
+from vitrine.store.seal import RECEIPT_SEAL_FIELD, SEAL_FIELD, seal_problem
 
 __all__ = [
     "DOCUMENTS",
@@ -61,7 +61,11 @@ VERDICTS = (
     "unverified",
 )
 # Kinds whose document carries a seal: one that fails it is shown "unverified", never its claim.
-_SEALED = frozenset({"offline", "live", "redteam"})
+_SEALED: Mapping[str, str] = {
+    "offline": SEAL_FIELD,
+    "live": RECEIPT_SEAL_FIELD,
+    "redteam": SEAL_FIELD,
+}
 
 _EXIT_VERDICTS = {0: "pass", 1: "fail", 2: "invalid", 3: "not measured", 4: "infrastructure"}
 _RUN_VERDICTS = {"PASS": "pass", "WARN": "warn", "FAIL": "fail", "PENDING": "not measured"}
@@ -371,7 +375,8 @@ class Catalog:
         except (OSError, ValueError):
             doc = None
         header = reader(doc, relative.rsplit("/", 1)[0]) if isinstance(doc, dict) else None
-        if header is not None and header.kind in _SEALED and seal_problem(doc or {}):
+        seal = _SEALED.get(header.kind) if header is not None else None
+        if header is not None and seal is not None and seal_problem(doc or {}, seal):
             header = replace(header, verdict="unverified")  # edited, or written unsealed
         self._files[relative] = (stat.st_mtime_ns, stat.st_size, header)
         self._dirty = True

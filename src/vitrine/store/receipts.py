@@ -26,7 +26,7 @@ from vitrine.redact import sanitize_text
 from vitrine.store.errors import TamperedRunError, UnsupportedSchemaError
 from vitrine.store.files import atomic_write_json, read_json
 from vitrine.store.naming import RUN_ID_PATTERN, new_run_id
-from vitrine.store.seal import seal_problem, sealed
+from vitrine.store.seal import RECEIPT_SEAL_FIELD, seal_problem, sealed
 
 __all__ = [
     "RECEIPT_SCHEMA",
@@ -142,7 +142,7 @@ class ReceiptStore:
         body.update(
             schema=RECEIPT_SCHEMA, schema_version=RECEIPT_SCHEMA_VERSION, session_id=session_id
         )
-        body = sealed(body)  # an exit code edited afterwards no longer matches
+        body = sealed(body, RECEIPT_SEAL_FIELD)  # an exit code edited afterwards no longer matches
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(path, body)
         entry = ReceiptIndexEntry(
@@ -176,7 +176,7 @@ class ReceiptStore:
                 f"receipt {session_id} has schema {data.get('schema')!r} version {version!r}; "
                 f"this reader knows {RECEIPT_SCHEMA} {sorted(SUPPORTED_RECEIPT_VERSIONS)}"
             )
-        problem = seal_problem(data)
+        problem = seal_problem(data, RECEIPT_SEAL_FIELD)
         if problem is not None:
             raise TamperedRunError(f"receipt {session_id} cannot be trusted: {problem}")
         return data
