@@ -220,3 +220,27 @@ def test_another_local_user_can_neither_read_a_page_nor_start_a_run(board_server
     seen = _as_user(nobody.pw_uid, nobody.pw_gid, probe)
     assert seen == {"/": 401, "/setup": 401, "/static/board.css": 401, "/setup/start": 401}
     assert board.jobs.started == 0
+
+
+def test_a_half_sent_request_is_closed_and_a_client_that_hangs_up_prints_nothing(
+    board_store: Path, capfd: pytest.CaptureFixture[str]
+):
+    import socket
+    import struct
+
+    with serve(Board(board_store, persist_cache=False), idle_timeout_s=0.5) as server:
+        quiet = socket.create_connection((server.host, server.port), timeout=10)
+        quiet.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
+        started = time.monotonic()
+        assert quiet.recv(1024) == b"", "the board kept a half-sent request open"
+        assert time.monotonic() - started < 5
+        quiet.close()
+        rude = socket.create_connection((server.host, server.port), timeout=10)
+        rude.sendall(b"GET / HTTP/1.1\r\n")
+        rude.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        rude.close()  # a reset, mid-request
+        time.sleep(0.5)
+        # The board still answers its owner.
+        headers = {"Authorization": f"Bearer {server.token}"}
+        assert _request(server, "GET", "/static/board.css", headers)[0] == 200
+    assert "Traceback" not in capfd.readouterr().err

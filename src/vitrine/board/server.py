@@ -38,6 +38,7 @@ _NO_TOKEN = (
 )
 
 _MAX_FORM_BYTES = 64 * 1024
+IDLE_TIMEOUT_S = 30.0
 _SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -54,8 +55,19 @@ _SECURITY_HEADERS = {
 class BoardServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, board: Board, host: str, port: int, token: str | None = None) -> None:
+    def __init__(
+        self,
+        board: Board,
+        host: str,
+        port: int,
+        token: str | None = None,
+        *,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+    ) -> None:
         self.board = board
+        # A connection that sends nothing for this long is closed, so half-sent requests
+        # cannot hold a thread each for ever.
+        self.idle_timeout_s = idle_timeout_s
         # Drawn per start; only the announced address carries it (never a page or a file).
         self.token = token or secrets.token_urlsafe(32)
         super().__init__((host, port), _Handler)
@@ -80,6 +92,12 @@ class BoardServer(ThreadingHTTPServer):
     def holds_token(self, value: str) -> bool:
         return bool(value) and hmac.compare_digest(value.encode(), self.token.encode())
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client that hangs up or goes quiet is no error of the board's: nothing to print.
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: BoardServer
@@ -89,6 +107,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # the board is quiet; its pages say what happened
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.idle_timeout_s)
 
     def _host_ok(self) -> bool:
         return self.headers.get("Host", "") in self.server.allowed_hosts
@@ -189,11 +211,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextlib.contextmanager
 def serve(
-    board: Board, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+    board: Board,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    *,
+    idle_timeout_s: float = IDLE_TIMEOUT_S,
 ) -> Iterator[BoardServer]:
     """Start the board in a background thread; stop it when the block ends."""
 
-    server = BoardServer(board, host, port, token)
+    server = BoardServer(board, host, port, token, idle_timeout_s=idle_timeout_s)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
