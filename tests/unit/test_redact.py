@@ -177,3 +177,20 @@ def test_a_short_configured_value_is_not_taken_out_of_every_word():
         assert "a unit" in sanitize_text(text) and "ultimate upgrade" in sanitize_text(text)
     finally:
         forget_secrets()
+
+
+def test_each_configured_header_value_is_a_credential_in_model_text():
+    from vitrine.tracing.settings import resolve_settings
+
+    header = "Collector-Token-7f3Kq9Zp2Lw8"
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
+        "OTEL_EXPORTER_OTLP_HEADERS": f"x-collector-token={header}",
+    }
+    try:
+        assert resolve_settings(env) is not None
+        out = redact_credentials(f"the collector wants {header} in every request")
+        assert header not in out and "[redacted]" in out
+        assert "7f3Kq9Zp" not in redact_credentials(f"it starts {header[:20]}")
+    finally:
+        forget_secrets()
