@@ -152,3 +152,12 @@ async def test_vitrine_serve_streams_the_answer_without_its_credentials(monkeypa
     assert "Your key is [redacted]" in reply.text
     for secret in SECRETS:
         assert secret not in reply.text
+
+
+def test_a_model_built_on_a_credentialed_url_is_refused_in_python_too():
+    from vitrine.providers.openai_compat import OpenAICompatibleModel
+
+    with pytest.raises(ValueError, match=r"base_url holds credentials \(user:password@\)"):
+        OpenAICompatibleModel(
+            "m", api_key=CANARY_KEY, base_url=f"http://shopper:{PASSWORD}@127.0.0.1:9/v1"
+        )
