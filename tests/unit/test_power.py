@@ -8,6 +8,7 @@ and a seeded simulation checks both.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -19,14 +20,17 @@ from vitrine import power
 from vitrine.cli import main as cli_main
 
 
+@functools.cache
+def rejects(wins: int, discordant: int, alpha: float = 0.05) -> bool:
+    return discordant > 0 and binomtest(wins, discordant, 0.5).pvalue <= alpha
+
+
 def enumerated_paired_power(n: int, d: float, w: float, alpha: float = 0.05) -> float:
     total = 0.0
     for wins in range(n + 1):
         for losses in range(n - wins + 1):
             ties = n - wins - losses
-            if wins + losses == 0:
-                continue
-            if binomtest(wins, wins + losses, 0.5).pvalue > alpha:
+            if not rejects(wins, wins + losses, alpha):
                 continue
             ways = math.factorial(n) / (
                 math.factorial(wins) * math.factorial(losses) * math.factorial(ties)
@@ -35,6 +39,7 @@ def enumerated_paired_power(n: int, d: float, w: float, alpha: float = 0.05) -> 
     return total
 
 
+@functools.cache
 def wilson_lower(s: int, n: int, confidence: float = 0.95) -> float:
     z = norm.ppf(1 - (1 - confidence) / 2)
     phat = s / n
@@ -68,10 +73,7 @@ def test_paired_power_agrees_with_a_simulation():
     n, d, w = 18, 0.6, 0.85
     discordant = rng.binomial(n, d, 20_000)
     wins = rng.binomial(discordant, w)
-    rejected = [
-        m > 0 and binomtest(int(k), int(m), 0.5).pvalue <= 0.05
-        for k, m in zip(wins, discordant, strict=True)
-    ]
+    rejected = [rejects(int(k), int(m)) for k, m in zip(wins, discordant, strict=True)]
     estimate = float(np.mean(rejected))
     se = math.sqrt(estimate * (1 - estimate) / len(rejected))
     assert abs(power.paired_power(n, d, w) - estimate) < 4 * se
