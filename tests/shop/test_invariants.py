@@ -8,12 +8,13 @@ import asyncio
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from vitrine_shop import memory, operations, screen, tools
+from vitrine_shop import interests, memory, operations, screen, tools
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.exploration import (
     careless_cases,
@@ -415,3 +416,82 @@ def _stock_and_price_of_the_was_price(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_bug_planted_in_a_tool_breaks_a_contract_of_the_sweep(monkeypatch, plant):
     plant(monkeypatch)
     assert _sweep_rules().get("tool-contract", 0) > 0
+
+
+# -- the interest map against the one the data implies ------------------------------------------
+
+
+def _fresh_sweep_rules() -> dict[str, int]:
+    """The sweep on services with nothing cached, so a plant in the interest rules shows."""
+    from vitrine_shop.arms import shared_services
+    from vitrine_shop.evals.tool_sweep import observe_tool_sweep
+
+    base = shared_services()
+    shop = operations.ShopServices(base.catalogue, base.personas, base.embedder, base.clock)
+    shop.use_vectors(base.vectors)
+    rules: dict[str, int] = asyncio.run(observe_tool_sweep(shop))["rules"]
+    return rules
+
+
+def _a_save_weighs_as_much_as_a_purchase(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(interests, "_SAVED_WEIGHT", 3.0)
+
+
+def _purchases_never_age(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(interests, "_recency", lambda purchased, clock: 1.0)
+
+
+def _lightest_interest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = interests.derive_interest_map
+
+    def derive(*args: Any) -> interests.InterestMap:
+        found = original(*args)
+        return replace(found, interests=tuple(reversed(found.interests)))
+
+    monkeypatch.setattr(interests, "derive_interest_map", derive)
+    monkeypatch.setattr(operations, "derive_interest_map", derive)
+
+
+def _overdue_consumables_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = interests.consumables_due
+
+    def due(*args: Any) -> tuple[interests.ConsumableDue, ...]:
+        return tuple(d for d in original(*args) if d.days_left >= 0)
+
+    monkeypatch.setattr(interests, "consumables_due", due)
+
+
+def _the_quantity_bought_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = interests.consumables_due
+
+    def due(persona: Any, catalogue: Any, clock: Any) -> tuple[interests.ConsumableDue, ...]:
+        single = persona.model_copy(
+            update={
+                "purchase_history": [
+                    p.model_copy(update={"quantity": 1}) for p in persona.purchase_history
+                ]
+            }
+        )
+        return original(single, catalogue, clock)
+
+    monkeypatch.setattr(interests, "consumables_due", due)
+
+
+def test_the_served_interest_maps_are_the_ones_the_data_implies():
+    assert "interest-order" not in _fresh_sweep_rules()
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        _a_save_weighs_as_much_as_a_purchase,
+        _purchases_never_age,
+        _lightest_interest_first,
+        _overdue_consumables_forgotten,
+        _the_quantity_bought_ignored,
+    ],
+    ids=lambda p: p.__name__,
+)
+def test_a_bug_planted_in_the_interest_rules_is_seen(monkeypatch, plant):
+    plant(monkeypatch)
+    assert _fresh_sweep_rules().get("interest-order", 0) > 0

@@ -33,6 +33,7 @@ from __future__ import annotations
 import datetime
 import functools
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -44,6 +45,7 @@ from vitrine import AdmittedCheck, Case, ChanceFloor, Observation, SubjectRespon
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product, Purchase
+from vitrine_shop.evals.interest_oracle import interest_map_problems
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
 
 __all__ = [
@@ -152,6 +154,16 @@ class World:
                 owner[persona.display_name] = persona.id
         words = sorted(owner, key=len, reverse=True)
         return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b"), owner
+
+    @functools.cached_property
+    def products(self) -> dict[str, Product]:
+        return {p.sku: p for p in self.catalogue}
+
+    @functools.cached_property
+    def admissible_sets(self) -> dict[tuple[str, str], frozenset[str]]:
+        """What each listing's filters admit, by tool and arguments: the same search recurs
+        across hundreds of trials, and the catalogue does not change between them."""
+        return {}
 
 
 # -- the customer's turns -------------------------------------------------------------------
@@ -698,7 +710,7 @@ def _refusal_violations(name: str, args: Mapping[str, Any], world: World) -> lis
     if name == "browse_category" and in_range and set(args) <= {"category", "limit"}:
         # A department or path the catalogue itself has must be browsable.
         named = str(args.get("category", ""))
-        if any(not _browse_rejects(args, p) for p in world.catalogue):
+        if _admissible(name, args, world, _browse_rejects):
             return [_contract(name, f"browsing {named!r}, which the catalogue has, failed")]
     return []
 
@@ -767,29 +779,41 @@ def _listing_violations(
     rejects: Callable[[Mapping[str, Any], Product], list[str]],
 ) -> list[Violation]:
     """Every listed product the listing's own arguments reject, and completeness."""
+    admissible = _admissible(name, args, world, rejects)
     found = []
     for hit in products:
         product = world.catalogue.get(str(hit.get("sku")))
-        if product is not None:
+        if product is not None and product.sku not in admissible:
             found += [_contract(name, f"{product.sku} {why}") for why in rejects(args, product)]
-    return found + _completeness(name, args, products, world, rejects)
+    return found + _completeness(name, args, products, admissible)
+
+
+def _admissible(
+    name: str,
+    args: Mapping[str, Any],
+    world: World,
+    rejects: Callable[[Mapping[str, Any], Product], list[str]],
+) -> frozenset[str]:
+    # No filter reads the query or the limit: one set serves every wording and length.
+    filters = {k: v for k, v in args.items() if k not in ("query", "limit")}
+    key = (name, json.dumps(filters, sort_keys=True, default=str))
+    memo = world.admissible_sets
+    if key not in memo:
+        memo[key] = frozenset(p.sku for p in world.catalogue if not rejects(args, p))
+    return memo[key]
 
 
 def _completeness(
     name: str,
     args: Mapping[str, Any],
     products: Sequence[Mapping[str, Any]],
-    world: World,
-    rejects: Callable[[Mapping[str, Any], Product], list[str]],
+    admissible: frozenset[str],
 ) -> list[Violation]:
     """A listing shorter than its limit is the whole admissible set: nothing else fits."""
     limit = args.get("limit")
     if not isinstance(limit, int) or len(products) >= limit:
         return []
-    returned = {str(p.get("sku")) for p in products}
-    dropped = sorted(
-        p.sku for p in world.catalogue if p.sku not in returned and not rejects(args, p)
-    )
+    dropped = sorted(admissible - {str(p.get("sku")) for p in products})
     if dropped:
         return [
             _contract(name, f"{len(dropped)} admissible product(s) left out, e.g. {dropped[0]}")
@@ -883,6 +907,10 @@ def _customer_record_violations(
         for item in due:
             if str(item.get("sku")) not in _owned(persona):
                 return [_contract(name, f"{item.get('sku')} is due but was never bought")]
+        return [
+            Violation("interest-order", f"{name}: {problem}")
+            for problem in interest_map_problems(data, persona, world.products, world.today)
+        ]
     return []
 
 
