@@ -65,7 +65,7 @@ class Catalogue:
     :func:`load_catalogue`.
     """
 
-    __slots__ = ("_by_sku", "_products", "_skus", "source")
+    __slots__ = ("_by_leaf", "_by_sku", "_complements", "_products", "_skus", "source")
 
     def __init__(self, products: Iterable[Product], *, source: str = "catalogue") -> None:
         self._products: tuple[Product, ...] = tuple(products)
@@ -84,6 +84,15 @@ class Catalogue:
             gtins[product.gtin] = product.sku
         self._by_sku = by_sku
         self._skus = frozenset(by_sku)
+        # Every complement lookup asks both; they are indexes of the immutable products.
+        complements: dict[str, list[Product]] = {}
+        by_leaf: dict[str, set[str]] = {}
+        for product in self._products:
+            for target in product.compat_skus:
+                complements.setdefault(target, []).append(product)
+            by_leaf.setdefault(product.leaf_category, set()).add(product.sku)
+        self._complements = {sku: tuple(found) for sku, found in complements.items()}
+        self._by_leaf = {leaf: frozenset(skus) for leaf, skus in by_leaf.items()}
 
     @property
     def products(self) -> tuple[Product, ...]:
@@ -125,7 +134,11 @@ class Catalogue:
 
     def compatible_with(self, sku: str) -> tuple[Product, ...]:
         """Products that declare themselves compatible with ``sku`` (its complements)."""
-        return tuple(p for p in self._products if sku in p.compat_skus)
+        return self._complements.get(sku, ())
+
+    def in_leaf_category(self, leaf: str) -> frozenset[str]:
+        """The SKUs whose most specific category is ``leaf``."""
+        return self._by_leaf.get(leaf, frozenset())
 
     def without(self, sku: str) -> Catalogue:
         """An isolated copy with one product removed, for catalogue-ablation tests.

