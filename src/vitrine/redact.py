@@ -164,26 +164,36 @@ def redact_credentials(text: str) -> str:
             text = text.replace(credential, REDACTED)
     if fragments:
         text = _redact_fragments(text, fragments)
-    text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
-    text = _BASIC_VALUE.sub(_basic_or_keep, text)
-    return _BEARER_VALUE.sub(_bearer_or_keep, text)
+    # Each pattern only where its mark is (most replies have none): a scan costs little.
+    if "@" in text and "://" in text:
+        text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    lowered = text.lower()
+    if "basic" in lowered:
+        text = _BASIC_VALUE.sub(_basic_or_keep, text)
+    if "bearer" in lowered:
+        text = _BEARER_VALUE.sub(_bearer_or_keep, text)
+    return text
 
 
 def _redact_fragments(text: str, fragments: frozenset[str]) -> str:
     """Every key-spelled word that holds a stretch of a known key becomes ``[redacted]``."""
+    hits = []
+    for fragment in fragments:  # a few dozen per key, each found at C speed
+        at = text.find(fragment)
+        while at != -1:
+            hits.append(at)
+            at = text.find(fragment, at + 1)
     spans: list[tuple[int, int]] = []
-    i = 0
-    while i <= len(text) - _FRAGMENT:
-        if text[i : i + _FRAGMENT] not in fragments:
-            i += 1
-            continue
-        start, end = i, i + _FRAGMENT
+    for at in sorted(hits):
+        start, end = at, at + _FRAGMENT
         while start > 0 and text[start - 1] in _KEY_CHARACTERS:
             start -= 1
         while end < len(text) and text[end] in _KEY_CHARACTERS:
             end += 1
+        if spans and start <= spans[-1][1]:  # the same word, or one that touches it
+            before = spans.pop()
+            start, end = before[0], max(before[1], end)
         spans.append((start, end))
-        i = end
     for start, end in reversed(spans):
         text = text[:start] + REDACTED + text[end:]
     return text
