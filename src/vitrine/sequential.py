@@ -29,6 +29,7 @@ truncates it (likewise).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -261,6 +262,15 @@ class SequentialSignTest:
             "validity": "Ville's inequality: type I error <= alpha under continuous monitoring",
         }
 
+    def stops(self, wins: int, losses: int, ties: int) -> bool:
+        """Whether the test ends at these counts (the cheap form of :meth:`verdict`)."""
+        log_e = self.log_e_value(wins, losses)
+        return (
+            log_e >= math.log(self.threshold)
+            or (self.futility is not None and log_e <= math.log(self.futility))
+            or (self.max_cases is not None and wins + losses + ties >= self.max_cases)
+        )
+
     def verdict(self, wins: int, losses: int, ties: int) -> SequentialResult:
         """The state after these counts: stopped (and why) or still running."""
         log_e = self.log_e_value(wins, losses)
@@ -291,30 +301,15 @@ class SequentialSignTest:
 
     def run(self, outcomes: Iterable[PairOutcome]) -> SequentialResult:
         """Feed cases in order; stop at the first case that ends the test."""
-        wins = losses = ties = 0
-        state = self.verdict(0, 0, 0)
+        counts = {"win": 0, "loss": 0, "tie": 0}
         for outcome in outcomes:
-            if outcome == "win":
-                wins += 1
-            elif outcome == "loss":
-                losses += 1
-            elif outcome == "tie":
-                ties += 1
-            else:
+            if outcome not in counts:
                 raise ValueError(f"a pair outcome is win, loss or tie, got {outcome!r}")
-            state = self.verdict(wins, losses, ties)
-            if state.stopped:
-                return state
-        if state.stopped:
-            return state
-        return SequentialResult(
-            state.design,
-            state.cases,
-            wins,
-            losses,
-            ties,
-            state.e_value,
-            False,
-            False,
-            f"the cases ran out after {state.cases} without reaching a bound: no decision",
+            counts[outcome] += 1
+            if self.stops(counts["win"], counts["loss"], counts["tie"]):
+                return self.verdict(counts["win"], counts["loss"], counts["tie"])
+        state = self.verdict(counts["win"], counts["loss"], counts["tie"])
+        return dataclasses.replace(
+            state,
+            reason=f"the cases ran out after {state.cases} without reaching a bound: no decision",
         )
