@@ -10,7 +10,8 @@ printed beside the raw ones.
 A p-value says whether, not how much. :func:`paired_difference` is the effect size of a paired
 comparison of pass/fail cells: the difference of the two arms' pass rates over the same cases,
 ``(wins - losses) / n``, with Newcombe's hybrid score interval for paired data (Newcombe 1998,
-method 10): the two marginal Wilson intervals combined with the phi correlation of the pairs.
+method 10): the two marginal Wilson intervals combined with the pairs' phi correlation, a
+positive one corrected by ``n/2`` as Newcombe does.
 """
 
 from __future__ import annotations
@@ -110,7 +111,12 @@ def paired_difference(
     assert ref is not None and chal is not None  # n > 0
     p_ref, p_chal = (a + b) / n, (a + c) / n
     margins = (a + b) * (c + d) * (a + c) * (b + d)
-    phi = (a * d - b * c) / math.sqrt(margins) if margins else 0.0
+    # Newcombe's corrected phi: a positive association is shrunk by n/2, so that a perfectly
+    # concordant small table does not collapse the interval to a point.
+    excess = a * d - b * c
+    if excess > 0:
+        excess = max(0.0, excess - n / 2)
+    phi = excess / math.sqrt(margins) if margins else 0.0
     estimate = p_chal - p_ref
     down_chal, up_chal = p_chal - chal.lower, chal.upper - p_chal
     down_ref, up_ref = p_ref - ref.lower, ref.upper - p_ref

@@ -84,6 +84,11 @@ def newcombe_independently(a: int, b: int, c: int, d: int) -> tuple[float, float
     l2, u2 = wilson_roots(a + c, n, z)
     constant = np.std(ref) == 0 or np.std(chal) == 0
     phi = 0.0 if constant else float(np.corrcoef(ref, chal)[0, 1])
+    if phi > 0:
+        # Newcombe's correction: phi* = (AD - BC - n/2) / sqrt(EFGH), and 0 when that is < 0;
+        # corrcoef's phi times sqrt(EFGH) is AD - BC.
+        margins = math.sqrt((a + b) * (c + d) * (a + c) * (b + d))
+        phi = max(0.0, phi * margins - n / 2) / margins
     theta = p2 - p1
     lower = theta - math.sqrt(
         max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2)
@@ -112,6 +117,11 @@ def test_the_newcombe_interval_matches_the_formula_worked_out_independently(tabl
     theta, lower, upper = newcombe_independently(*table)
     assert (got.estimate, got.lower, got.upper) == pytest.approx((theta, lower, upper), abs=1e-9)
     assert -1.0 <= got.lower <= got.estimate <= got.upper <= 1.0
+
+
+def test_a_concordant_small_table_does_not_collapse_to_a_point():
+    got = paired_difference(2, 0, 0, 2)
+    assert got is not None and got.lower < 0 < got.upper
 
 
 def test_the_interval_covers_the_true_difference_about_as_often_as_it_says():
