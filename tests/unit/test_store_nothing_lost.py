@@ -266,3 +266,17 @@ def test_a_superseded_unsealed_run_is_abandoned_and_swept_with_its_reason(tmp_pa
     assert "superseded" in json.loads((moved / "abandoned.json").read_text())["reason"]
     assert not left.exists()
     assert runs_main(["unsealed", "--output", str(tmp_path)]) == 0
+
+
+def test_an_unsealed_run_no_benchmark_will_resume_is_set_aside_by_name(tmp_path, capsys):
+    left = _interrupted(tmp_path)  # a killed production check: nothing supersedes it
+    assert runs_main(["unsealed", "--output", str(tmp_path)]) == 1
+    assert "sweep --abandon RUN_ID" in capsys.readouterr().out
+    bad = ["sweep", "--abandon", "2020-01-01_00-00-00_00000000", "--output", str(tmp_path)]
+    assert runs_main(bad) == 2
+    assert "is not an unsealed run of this store" in capsys.readouterr().err
+    sweep = ["sweep", "--abandon", left.name, "--older-than", "0", "--output", str(tmp_path)]
+    assert runs_main(sweep) == 0
+    reason = json.loads((tmp_path / "abandoned" / left.name / "abandoned.json").read_text())
+    assert "set aside by hand" in reason["reason"]
+    assert runs_main(["unsealed", "--output", str(tmp_path)]) == 0

@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also move abandoned runs (superseded, never to be resumed) to abandoned/",
     )
+    sweep.add_argument(
+        "--abandon",
+        action="append",
+        default=[],
+        metavar="RUN_ID",
+        help="set this unsealed run aside in abandoned/: no benchmark will resume it (repeatable)",
+    )
     for sub in (listing, unsealed, resume, sweep):
         sub.add_argument(
             "--output",
@@ -121,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
             return _unsealed(root)
         if args.command == "resume":
             return _resume(root, args)
-        return _sweep(root, args.older_than, abandoned=args.abandoned)
+        return _sweep(root, args.older_than, abandoned=args.abandoned, abandon=args.abandon)
     except OSError as exc:
         raise CommandRefusal(
             f"the store at {root} cannot be read ({exc.strerror or exc})", INFRASTRUCTURE
@@ -181,7 +188,10 @@ def _unsealed(root: Path) -> int:
         out.write(f"{'reindexed':<24} runs/{run_id}  (sealed, but missing from the index)\n")
     for item in health.leftovers:
         if item.kind == "unsealed-run":
-            advice = "`vitrine runs resume` finishes it"
+            advice = (
+                "`vitrine runs resume --benchmark` finishes it; if no benchmark will, "
+                "`vitrine runs sweep --abandon RUN_ID` sets it aside"
+            )
         elif item.kind == "abandoned-run":
             advice = f"{item.reason}; `vitrine runs sweep --abandoned` sets it aside"
         else:
@@ -298,10 +308,13 @@ def _benchmark_pair(spec: str, value: object) -> tuple[BenchmarkDefinition, list
     )
 
 
-def _sweep(root: Path, older_than: float, *, abandoned: bool) -> int:
+def _sweep(root: Path, older_than: float, *, abandoned: bool, abandon: list[str]) -> int:
     from vitrine.store.maintenance import abandoned_dir, sweep
 
-    removed = sweep(root, grace_s=older_than, abandoned=abandoned)
+    try:
+        removed = sweep(root, grace_s=older_than, abandoned=abandoned, abandon=abandon)
+    except ValueError as exc:  # a run named with --abandon that is not unsealed
+        raise CommandRefusal(f"--abandon {exc}") from exc
     for path in removed:
         moved = (abandoned_dir(root) / Path(path).name).is_dir()
         sys.stdout.write(f"set aside {path} in abandoned/\n" if moved else f"removed {path}\n")

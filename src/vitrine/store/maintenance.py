@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -165,16 +165,32 @@ def sweep(
     grace_s: float = DEFAULT_GRACE_S,
     now: float | None = None,
     abandoned: bool = False,
+    abandon: Sequence[str] = (),
 ) -> list[str]:
     """Remove debris older than ``grace_s``; unsealed runs are kept (they can be resumed).
 
     With ``abandoned``, abandoned runs are also moved out of ``runs/`` into ``abandoned/``, each
-    with an ``abandoned.json`` that says why: set aside, never deleted. Returns the removed or
+    with an ``abandoned.json`` that says why: set aside, never deleted. ``abandon`` names
+    unsealed runs to set aside the same way, for those no benchmark will resume (a killed
+    production check or live plan that is not run again); a name that is not an unsealed run
+    of this store raises :class:`ValueError` before anything is moved. Returns the removed or
     moved paths, relative to the root.
     """
     health = inspect_store(root, now=now)
+    leftover = {Path(item.path).name: item for item in (*health.unsealed, *health.abandoned)}
+    unknown = [name for name in abandon if name not in leftover]
+    if unknown:
+        raise ValueError(
+            f"{unknown[0][:60]!r} is not an unsealed run of this store "
+            "(`vitrine runs unsealed` lists them)"
+        )
+    named = [
+        Leftover(item.path, "abandoned-run", item.age_s, _BY_HAND)
+        for item in (leftover[name] for name in dict.fromkeys(abandon))
+    ]
+    chosen = {item.path: item for item in (*(health.abandoned if abandoned else ()), *named)}
     removed = []
-    for item in (*health.debris, *(health.abandoned if abandoned else ())):
+    for item in (*health.debris, *chosen.values()):
         if item.age_s < grace_s:
             continue
         target = root / item.path
@@ -186,6 +202,9 @@ def sweep(
             shutil.rmtree(target, ignore_errors=True)
         removed.append(item.path)
     return removed
+
+
+_BY_HAND = "set aside by hand (`vitrine runs sweep --abandon`): no benchmark will resume it"
 
 
 def abandoned_dir(root: Path) -> Path:
