@@ -495,3 +495,42 @@ def test_the_served_interest_maps_are_the_ones_the_data_implies():
 def test_a_bug_planted_in_the_interest_rules_is_seen(monkeypatch, plant):
     plant(monkeypatch)
     assert _fresh_sweep_rules().get("interest-order", 0) > 0
+
+
+# -- semantic lookups against the ranking the vectors imply -------------------------------------
+
+
+def _the_best_hit_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.ShopServices._rank
+
+    def rank(self: operations.ShopServices, *args: Any, **kwargs: Any) -> Any:
+        hits = original(self, *args, **{**kwargs, "limit": kwargs.get("limit", 5) + 1})
+        return hits[1:] if len(hits) > 1 else hits
+
+    monkeypatch.setattr(operations.ShopServices, "_rank", rank)
+
+
+def _scores_to_two_places(monkeypatch: pytest.MonkeyPatch) -> None:
+    def to_dict(self: operations.SearchHit) -> dict[str, Any]:
+        summary = operations.product_summary(self.product)
+        return {**summary, "score": round(self.score, 2), "match": self.match}
+
+    monkeypatch.setattr(operations.SearchHit, "to_dict", to_dict)
+
+
+def _complements_fill_from_the_same_category(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(operations.Catalogue, "in_leaf_category", lambda self, leaf: frozenset())
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        _the_best_hit_dropped,
+        _scores_to_two_places,
+        _complements_fill_from_the_same_category,
+    ],
+    ids=lambda p: p.__name__,
+)
+def test_a_bug_planted_in_the_ranking_is_seen(monkeypatch, plant):
+    plant(monkeypatch)
+    assert _fresh_sweep_rules().get("ranking", 0) > 0

@@ -46,6 +46,7 @@ from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product, Purchase
 from vitrine_shop.evals.interest_oracle import interest_map_problems
+from vitrine_shop.evals.ranking_oracle import Semantics, ranking_problems
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
 
 __all__ = [
@@ -154,6 +155,12 @@ class World:
                 owner[persona.display_name] = persona.id
         words = sorted(owner, key=len, reverse=True)
         return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b"), owner
+
+    @functools.cached_property
+    def semantics(self) -> Semantics | None:
+        """The shipped vectors, for the ranking oracle; None when they are not this
+        catalogue's (the oracle never runs the model)."""
+        return Semantics.shipped(self.catalogue)
 
     @functools.cached_property
     def products(self) -> dict[str, Product]:
@@ -652,6 +659,8 @@ def _tool_output_violations(
         found.append(_contract(name, f"{sku} is offered as its own alternative"))
     if name == "search_products":
         found += _search_violations(args, products, world)
+    if name in ("search_products", "find_similar", "find_complements"):
+        found += _ranking_violations(name, args, products, world)
     if name == "browse_category":
         found += _browse_violations(args, products, world)
     lookups = ("get_product_details", "get_stock_and_price", "get_review_digest")
@@ -769,6 +778,37 @@ def _search_violations(
     if numeric != sorted(numeric, reverse=True):
         found.append(_contract("search_products", "results are not best first"))
     return found
+
+
+def _ranking_violations(
+    name: str, args: Mapping[str, Any], products: Sequence[Mapping[str, Any]], world: World
+) -> list[Violation]:
+    semantics = world.semantics
+    sku = str(args.get("sku", ""))
+    if semantics is None:
+        return []
+    if name == "search_products":
+        scores = semantics.scores_for_query(str(args.get("query", "")))
+        admissible = _admissible(name, args, world, _search_admits)
+        problems = (
+            [] if scores is None else ranking_problems(products, scores, admissible.__contains__)
+        )
+    else:
+        scores = semantics.scores_near(sku)
+        product = world.catalogue.get(sku)
+        if scores is None or product is None:
+            return []
+        leaf = product.leaf_category
+
+        def admitted(other: str) -> bool:
+            if other == sku:
+                return False
+            # A complement's semantic fill skips the product's own category (substitutes).
+            return name == "find_similar" or world.products[other].leaf_category != leaf
+
+        listed = {str(p.get("sku")) for p in products if p.get("match") == "compat"}
+        problems = ranking_problems(products, scores, admitted, skip=listed | {sku})
+    return [Violation("ranking", f"{name}: {problem}") for problem in problems]
 
 
 def _listing_violations(
