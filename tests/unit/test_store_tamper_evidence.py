@@ -132,3 +132,17 @@ def test_an_edited_live_receipt_is_refused_and_the_board_does_not_show_pass(tmp_
     with pytest.raises(TamperedRunError, match="does not match its seal"):
         receipts.read(session)
     assert _verdicts(tmp_path)["live"] == "unverified"
+
+
+def test_the_board_index_shows_an_edited_index_verdict_as_unverified(tmp_path):
+    from vitrine.board.app import Board
+
+    (run,) = evaluate(DEFINITION, Arm("agent", _silent), store=tmp_path).runs
+    badge = '<span class="badge {}">{}</span>'
+    page = Board(tmp_path, persist_cache=False).get("/", {}).body.decode()
+    assert badge.format("fail", "fail") in page
+    _edit(index_path(tmp_path), '"verdict":"FAIL"', '"verdict":"PASS"')
+    page = Board(tmp_path, persist_cache=False).get("/", {}).body.decode()
+    assert run.run_id in page
+    assert badge.format("other", "unverified") in page
+    assert badge.format("pass", "pass") not in page

@@ -211,6 +211,7 @@ class Board:
     def index(self, query: IndexQuery) -> Reply:
         headers = self.catalog.headers()
         page = Page.of(headers, query)
+        page.rows[:] = self.catalog.verified(page.rows)
         return self._page(
             "index.html.j2",
             page=page,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine.store.files import atomic_write_json
-from vitrine.store.index import RunIndexEntry, index_path
+from vitrine.store.index import RunIndexEntry, index_path, index_problem
 from vitrine.store.seal import RECEIPT_SEAL_FIELD, SEAL_FIELD, seal_problem
 
 __all__ = [
@@ -124,9 +124,11 @@ class _AppendedIndex:
     """One append-only run index, read incrementally: only new bytes are parsed."""
 
     def __init__(self, store: Path, prefix: str) -> None:
+        self.store = store
         self.path = index_path(store)
         self.prefix = prefix  # where this store sits under the board's root
         self.headers: list[RunHeader] = []
+        self.entries: dict[str, RunIndexEntry] = {}  # by run id, to check against the seal
         self.offset = 0
         self._identity: tuple[int, int] | None = None
 
@@ -137,6 +139,7 @@ class _AppendedIndex:
         except FileNotFoundError:
             changed = bool(self.headers)
             self.headers, self.offset, self._identity = [], 0, None
+            self.entries = {}
             return changed
         identity = (stat.st_ino, stat.st_dev)
         changed = False
@@ -144,6 +147,7 @@ class _AppendedIndex:
             # Replaced or truncated: start over rather than trust an old offset.
             changed = bool(self.headers)
             self.headers, self.offset, self._identity = [], 0, identity
+            self.entries = {}
         if stat.st_size == self.offset:
             return changed
         with self.path.open("rb") as handle:
@@ -156,6 +160,7 @@ class _AppendedIndex:
                 if isinstance(record, dict):
                     entry = RunIndexEntry.from_record(record)
                     self.headers.append(_benchmark_header(entry, self.prefix))
+                    self.entries[entry.run_id] = entry
             except (ValueError, KeyError, TypeError):
                 continue  # one damaged line must not hide the runs around it
         self.offset += end
@@ -328,6 +333,24 @@ class Catalog:
             if self._dirty:
                 self._save_cache()
             return self._sorted
+
+    def verified(self, headers: Iterable[RunHeader]) -> list[RunHeader]:
+        """``headers`` with each benchmark run's index verdict checked against the run's own
+        sealed manifest (one small read a row, so only for the rows a page shows): an index
+        line edited after the fact is shown ``unverified``, never as the verdict it claims."""
+        return [self._checked(header) for header in headers]
+
+    def _checked(self, header: RunHeader) -> RunHeader:
+        if header.kind != "benchmark":
+            return header
+        # The live store's prefix is the longer one: try it before the root store's "".
+        for index in sorted(self._indexes, key=lambda i: len(i.prefix), reverse=True):
+            if header.location.startswith(index.prefix):
+                entry = index.entries.get(header.key)
+                if entry is not None and index_problem(index.store, entry) is None:
+                    return header
+                break
+        return replace(header, verdict="unverified")
 
     def find(self, kind: str, key: str) -> RunHeader | None:
         for header in self.headers():
