@@ -719,7 +719,7 @@ def _refusal_violations(name: str, args: Mapping[str, Any], world: World) -> lis
     if name == "browse_category" and in_range and set(args) <= {"category", "limit"}:
         # A department or path the catalogue itself has must be browsable.
         named = str(args.get("category", ""))
-        if _admissible(name, args, world, _browse_rejects):
+        if _admissible(name, args, world, _browse_filter):
             return [_contract(name, f"browsing {named!r}, which the catalogue has, failed")]
     return []
 
@@ -749,31 +749,43 @@ def _tag_forms(tags: tuple[str, ...]) -> frozenset[str]:
     return frozenset(_norm(t) for t in tags) | frozenset(_norm(t.split(":", 1)[-1]) for t in tags)
 
 
-def _search_admits(args: Mapping[str, Any], product: Product) -> list[str]:
-    """Which of the search's filters ``product`` fails, named; empty when it is admitted."""
-    failed = []
+# A listing's filters, read once from its arguments: the result names each filter a product
+# fails (empty when it is admitted). The sweep alone scores the whole catalogue ~200 times.
+Rejects = Callable[[Product], list[str]]
+
+
+def _search_filter(args: Mapping[str, Any]) -> Rejects:
     ceiling = args.get("max_price_chf")
     limit = Decimal(str(ceiling)) if isinstance(ceiling, int | float) else None
-    if limit is not None and (product.price_chf is None or product.price_chf > limit):
-        failed.append("is over max_price_chf")
-    if args.get("in_stock_only") is True and not _stocked(product):
-        failed.append("is out of stock")
-    forms = _tag_forms(tuple(product.tags))
-    missing = [t for t in (_norm(str(t)) for t in args.get("require_tags") or ()) if t not in forms]
-    if missing:
-        failed.append(f"lacks tag {missing[0]}")
-    if product.sku in {str(s) for s in args.get("exclude_skus") or ()}:
-        failed.append("was excluded")
+    in_stock_only = args.get("in_stock_only") is True
+    required = [_norm(str(t)) for t in args.get("require_tags") or ()]
+    excluded = {str(s) for s in args.get("exclude_skus") or ()}
     department = args.get("department")
-    if isinstance(department, str) and not _in_department(product, department):
-        failed.append(f"is outside {department}")
-    return failed
+    wanted = _norm(department) if isinstance(department, str) else None
+
+    def rejects(product: Product) -> list[str]:
+        failed = []
+        if limit is not None and (product.price_chf is None or product.price_chf > limit):
+            failed.append("is over max_price_chf")
+        if in_stock_only and not _stocked(product):
+            failed.append("is out of stock")
+        forms = _tag_forms(tuple(product.tags))
+        missing = [t for t in required if t not in forms]
+        if missing:
+            failed.append(f"lacks tag {missing[0]}")
+        if product.sku in excluded:
+            failed.append("was excluded")
+        if wanted is not None and not _in_department(product, wanted):
+            failed.append(f"is outside {department}")
+        return failed
+
+    return rejects
 
 
 def _search_violations(
     args: Mapping[str, Any], products: Sequence[Mapping[str, Any]], world: World
 ) -> list[Violation]:
-    found = _listing_violations("search_products", args, products, world, _search_admits)
+    found = _listing_violations("search_products", args, products, world, _search_filter)
     numeric = [s for s in (h.get("score") for h in products) if isinstance(s, int | float)]
     if numeric != sorted(numeric, reverse=True):
         found.append(_contract("search_products", "results are not best first"))
@@ -789,7 +801,7 @@ def _ranking_violations(
         return []
     if name == "search_products":
         scores = semantics.scores_for_query(str(args.get("query", "")))
-        admissible = _admissible(name, args, world, _search_admits)
+        admissible = _admissible(name, args, world, _search_filter)
         problems = (
             [] if scores is None else ranking_problems(products, scores, admissible.__contains__)
         )
@@ -816,7 +828,7 @@ def _listing_violations(
     args: Mapping[str, Any],
     products: Sequence[Mapping[str, Any]],
     world: World,
-    rejects: Callable[[Mapping[str, Any], Product], list[str]],
+    rejects: Callable[[Mapping[str, Any]], Rejects],
 ) -> list[Violation]:
     """Every listed product the listing's own arguments reject, and completeness."""
     admissible = _admissible(name, args, world, rejects)
@@ -824,7 +836,7 @@ def _listing_violations(
     for hit in products:
         product = world.catalogue.get(str(hit.get("sku")))
         if product is not None and product.sku not in admissible:
-            found += [_contract(name, f"{product.sku} {why}") for why in rejects(args, product)]
+            found += [_contract(name, f"{product.sku} {why}") for why in rejects(args)(product)]
     return found + _completeness(name, args, products, admissible)
 
 
@@ -832,14 +844,15 @@ def _admissible(
     name: str,
     args: Mapping[str, Any],
     world: World,
-    rejects: Callable[[Mapping[str, Any], Product], list[str]],
+    rejects: Callable[[Mapping[str, Any]], Rejects],
 ) -> frozenset[str]:
     # No filter reads the query or the limit: one set serves every wording and length.
     filters = {k: v for k, v in args.items() if k not in ("query", "limit")}
     key = (name, json.dumps(filters, sort_keys=True, default=str))
     memo = world.admissible_sets
     if key not in memo:
-        memo[key] = frozenset(p.sku for p in world.catalogue if not rejects(args, p))
+        admits = rejects(args)
+        memo[key] = frozenset(p.sku for p in world.catalogue if not admits(p))
     return memo[key]
 
 
@@ -861,8 +874,8 @@ def _completeness(
     return []
 
 
-def _in_department(product: Product, named: str) -> bool:
-    wanted = _norm(named)
+def _in_department(product: Product, wanted: str) -> bool:
+    """Whether ``wanted`` (normalised) names the product's department."""
     department = product.department
     return wanted in (
         _norm(department.display_name),
@@ -871,18 +884,23 @@ def _in_department(product: Product, named: str) -> bool:
     )
 
 
-def _browse_rejects(args: Mapping[str, Any], product: Product) -> list[str]:
+def _browse_filter(args: Mapping[str, Any]) -> Rejects:
     named = str(args.get("category", ""))
     parts = [_norm(p) for p in named.replace("/", ">").split(">") if _norm(p)]
-    path = [_norm(p) for p in product.category_path]
-    inside = any(path[i : i + len(parts)] == parts for i in range(len(path)))
-    return [] if inside or _in_department(product, named) else [f"is not under {named}"]
+    wanted = _norm(named)
+
+    def rejects(product: Product) -> list[str]:
+        path = [_norm(p) for p in product.category_path]
+        inside = any(path[i : i + len(parts)] == parts for i in range(len(path)))
+        return [] if inside or _in_department(product, wanted) else [f"is not under {named}"]
+
+    return rejects
 
 
 def _browse_violations(
     args: Mapping[str, Any], products: Sequence[Mapping[str, Any]], world: World
 ) -> list[Violation]:
-    return _listing_violations("browse_category", args, products, world, _browse_rejects)
+    return _listing_violations("browse_category", args, products, world, _browse_filter)
 
 
 def _presentation_violations(
