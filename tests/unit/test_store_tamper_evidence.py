@@ -132,6 +132,10 @@ def test_an_edited_live_receipt_is_refused_and_the_board_does_not_show_pass(tmp_
     with pytest.raises(TamperedRunError, match="does not match its seal"):
         receipts.read(session)
     assert _verdicts(tmp_path)["live"] == "unverified"
+    from vitrine.board.app import Board
+
+    reply = Board(tmp_path, persist_cache=False).get(f"/run/live/{session}", {})
+    assert reply.status == 409 and "does not match its seal" in reply.body.decode()
 
 
 def test_the_board_index_shows_an_edited_index_verdict_as_unverified(tmp_path):

@@ -43,6 +43,7 @@ from vitrine.redteam.runs import (
 from vitrine.reports.writer import ReportSchemaError, load_report
 from vitrine.store.errors import TamperedRunError
 from vitrine.store.naming import sanitize_file_name
+from vitrine.store.seal import RECEIPT_SEAL_FIELD, seal_problem
 from vitrine.suite import DEFAULT_SUITE, SuiteLoadError, load_suite
 
 __all__ = ["ROUTES", "Board", "Reply", "Route", "static_name"]
@@ -239,6 +240,8 @@ class Board:
         if kind == "mutants":
             return self._mutants_page(header)
         document = read_document(self.root, f"{header.location}/{DOCUMENTS[kind]}")
+        if kind == "live":
+            _refuse_unsealed(header.location, document)
         return self._page(
             "document.html.j2",
             header=header,
@@ -296,6 +299,7 @@ class Board:
         if session is None:
             raise BoardError(f"no benchmark run or live session {key!r} in this store")
         receipt = read_document(self.root, f"{session.location}/{DOCUMENTS['live']}")
+        _refuse_unsealed(session.location, receipt)
         by_arm: dict[str, list[RunResult]] = {}
         for ref in receipt.get("runs") or ():
             header = self.catalog.find("benchmark", str(ref.get("run_id")))
@@ -504,3 +508,10 @@ def _load_matrix(path: Path) -> tuple[Any, str | None]:
         return load_matrix(path), None
     except MatrixSchemaError as exc:
         return None, str(exc)
+
+
+def _refuse_unsealed(location: str, receipt: Mapping[str, Any]) -> None:
+    """A live receipt is shown, or compared, only while its seal matches."""
+    problem = seal_problem(receipt, RECEIPT_SEAL_FIELD)
+    if problem is not None:
+        raise BoardError(f"{location}: the receipt cannot be trusted: {problem}", 409)
