@@ -234,9 +234,7 @@ def test_the_board_shows_a_refusal_page_for_a_tampered_run(vulnerable_run):
     assert "does not match its seal" in reply.body.decode()
 
 
-def test_a_board_sign_off_whose_page_cannot_be_written_is_not_recorded(
-    vulnerable_run, monkeypatch
-):
+def test_a_board_sign_off_whose_page_cannot_be_written_is_not_recorded(vulnerable_run, monkeypatch):
     import errno
 
     import vitrine.board.app as app

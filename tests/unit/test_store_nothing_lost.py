@@ -280,3 +280,26 @@ def test_an_unsealed_run_no_benchmark_will_resume_is_set_aside_by_name(tmp_path,
     reason = json.loads((tmp_path / "abandoned" / left.name / "abandoned.json").read_text())
     assert "set aside by hand" in reason["reason"]
     assert runs_main(["unsealed", "--output", str(tmp_path)]) == 0
+
+
+def test_a_full_disk_at_the_index_append_loses_no_run_once_space_returns(tmp_path, monkeypatch):
+    import vitrine.store.index as index_module
+
+    real_append = index_module.append_line
+
+    def starved_index(path, record, **kwargs):
+        if path != index_path(tmp_path):
+            return real_append(path, record, **kwargs)
+        with pytest.MonkeyPatch.context() as patch:
+            _short_writes(patch, at_most=100, fail_after=1)  # 100 bytes land, then ENOSPC
+            return real_append(path, record, **kwargs)
+
+    monkeypatch.setattr(index_module, "append_line", starved_index)
+    with pytest.raises(OSError, match="No space"):
+        evaluate(DEFINITION, Arm("agent", _subject), store=tmp_path)
+    monkeypatch.undo()
+    assert not read_json_lines(index_path(tmp_path)).torn_tail  # cut back, not torn
+    later = _seal(tmp_path)  # space is back: the next run in the store
+    listed = [e.run_id for e in RunStore(tmp_path).list_runs()]
+    assert len(listed) == 2 and later in listed
+    assert not read_json_lines(index_path(tmp_path)).malformed
