@@ -534,3 +534,50 @@ def _complements_fill_from_the_same_category(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_bug_planted_in_the_ranking_is_seen(monkeypatch, plant):
     plant(monkeypatch)
     assert _fresh_sweep_rules().get("ranking", 0) > 0
+
+
+def _declared_complements_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(operations.Catalogue, "compatible_with", lambda self, sku: ())
+
+
+def _one_approval_gate_for_every_conversation(monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = tools.ApprovalGate()
+    original = tools.ToolBox.__init__
+
+    def init(self: tools.ToolBox, *args: Any, approvals: Any = None, **kwargs: Any) -> None:
+        original(self, *args, approvals=shared, **kwargs)
+
+    monkeypatch.setattr(tools.ToolBox, "__init__", init)
+
+
+def _an_approval_never_used_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools.ApprovalGate, "consume", tools.ApprovalGate.is_approved)
+
+
+def _one_call_past_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = tools.ToolBox._call
+
+    async def call(self: tools.ToolBox, name: str, arguments: Any) -> Any:
+        budget = self.max_calls
+        self.max_calls = None if budget is None else budget + 1
+        try:
+            return await original(self, name, arguments)
+        finally:
+            self.max_calls = budget
+
+    monkeypatch.setattr(tools.ToolBox, "_call", call)
+
+
+@pytest.mark.parametrize(
+    ("plant", "rule"),
+    [
+        (_declared_complements_dropped, "ranking"),
+        (_one_approval_gate_for_every_conversation, "tool-contract"),
+        (_an_approval_never_used_up, "tool-contract"),
+        (_one_call_past_the_budget, "tool-contract"),
+    ],
+    ids=lambda p: getattr(p, "__name__", p),
+)
+def test_a_bug_planted_in_a_lookup_gate_or_budget_is_seen(monkeypatch, plant, rule):
+    plant(monkeypatch)
+    assert _fresh_sweep_rules().get(rule, 0) > 0

@@ -820,7 +820,29 @@ def _ranking_violations(
 
         listed = {str(p.get("sku")) for p in products if p.get("match") == "compat"}
         problems = ranking_problems(products, scores, admitted, skip=listed | {sku})
+        if name == "find_complements":
+            problems += _declared_first(products, product, args.get("limit"), world)
     return [Violation("ranking", f"{name}: {problem}") for problem in problems]
+
+
+def _declared_first(
+    products: Sequence[Mapping[str, Any]], product: Product, limit: Any, world: World
+) -> list[str]:
+    """A complements lookup lists the declared compatibilities (either way round, read from
+    the tags) before anything near in meaning."""
+    mark = f"compat:{product.sku}"
+    declared = {p.sku for p in world.catalogue if mark in p.tags}
+    declared |= {
+        t.split(":", 1)[1]
+        for t in product.tags
+        if t.startswith("compat:") and t.split(":", 1)[1] in world.products
+    }
+    declared.discard(product.sku)
+    room = limit if isinstance(limit, int) else len(products)
+    head = [str(p.get("sku")) for p in products[: min(room, len(declared))]]
+    if not set(head) <= declared or len(head) < min(room, len(declared)):
+        return [f"{product.sku}'s declared complements {sorted(declared)} do not come first"]
+    return []
 
 
 def _listing_violations(

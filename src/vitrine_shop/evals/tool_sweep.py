@@ -98,6 +98,41 @@ def sweep_calls(world: World) -> Iterator[tuple[str | None, Call]]:
             yield customer, call
 
 
+async def _gate_and_budget(services: ShopServices, world: World) -> list[Violation]:
+    """What no conversation reaches, since none is ever approved or runs out of calls: an
+    approval is one conversation's, used up by one order; a budget of N calls refuses the
+    next one. Each contract is read from the tool box's own arguments."""
+    found: list[Violation] = []
+    sku = sorted(p.sku for p in world.catalogue if p.stock_units > 0)[0]
+    customer = sorted(world.personas)[0]
+    approved = ToolBox(services, customer_id=customer, traced=False)
+    approved.approvals.approve("place_order", sku)
+    stranger = ToolBox(services, customer_id=customer, traced=False)
+    order = {"sku": sku, "quantity": 1}
+    if (await stranger.call("place_order", order)).status.value == "ok":
+        found.append(Violation("tool-contract", "place_order: another conversation's approval"))
+    first, second = [await approved.call("place_order", order) for _ in range(2)]
+    if first.status.value != "ok":
+        found.append(Violation("tool-contract", f"place_order: refused an approved order of {sku}"))
+    if second.status.value == "ok":
+        found.append(Violation("tool-contract", "place_order: one approval placed two orders"))
+    for budget in (0, 1, 3):
+        box = ToolBox(services, customer_id=None, max_calls=budget, traced=False)
+        statuses = [
+            (await box.call("get_stock_and_price", {"sku": sku})).status.value
+            for _ in range(budget + 1)
+        ]
+        if statuses[:budget] != ["ok"] * budget or statuses[budget] != "refused":
+            found.append(
+                Violation("tool-contract", f"a budget of {budget} call(s) answered {statuses}")
+            )
+        if box.calls_left != 0:
+            found.append(
+                Violation("tool-contract", f"{box.calls_left} calls left of a spent budget")
+            )
+    return found
+
+
 async def observe_tool_sweep(services: ShopServices, world: World | None = None) -> dict[str, Any]:
     """Run the sweep against ``services``; how many calls, and every contract they broke."""
     world = world or World.shipped()
@@ -113,6 +148,7 @@ async def observe_tool_sweep(services: ShopServices, world: World | None = None)
         outputs = [ToolOutput.from_dict(o) for o in box.outputs]
         calls += len(outputs)
         violations += tool_violations(outputs, ShopRequest(customer, ("(tool sweep)",)), world)
+    violations += await _gate_and_budget(services, world)
     return {
         "calls": calls,
         "tools": len({o["name"] for box in boxes.values() for o in box.outputs}),
