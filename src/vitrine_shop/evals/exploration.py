@@ -107,8 +107,15 @@ def _case(case_id: str, request: ShopRequest, kind: str) -> Case:
     return Case(case_id, request.to_case_input(), {"persona_id": request.persona_id, "kind": kind})
 
 
-def _money(value: Decimal) -> str:
-    return f"{value:.0f}" if value == value.to_integral_value() else f"{value:.2f}"
+# The ways a Swiss customer writes an amount; each customer gets the next, so a budget reader
+# that knows only one of them is seen.
+_AMOUNTS = ("CHF {}", "CHF {}.00", "{} francs", "Fr. {}.-", "{} CHF")
+
+
+def _money(value: Decimal, form: int = 0) -> str:
+    if value != value.to_integral_value():
+        return f"CHF {value:.2f}"
+    return _AMOUNTS[form % len(_AMOUNTS)].format(f"{value:.0f}")
 
 
 def _departments(persona: Persona, catalogue: Catalogue) -> set[str]:
@@ -145,13 +152,13 @@ def _variants(persona: Persona, world: World, number: int) -> list[Case]:
     if len(prices) >= 4:
         high, low = prices[(3 * len(prices)) // 4], prices[len(prices) // 4]
         turns: tuple[str, ...] = (
-            f"{_GENERIC} My budget is CHF {_money(high)}.",
-            f"Actually, make that at most CHF {_money(low)}.",
+            f"{_GENERIC} My budget is {_money(high, number)}.",
+            f"Actually, make that at most {_money(low, number + 1)}.",
         )
         cases.append(_case(f"{pid}-budget-revised", ShopRequest(pid, turns), "budget revised last"))
         # Stated first of three turns: memory must reach back past the last two.
         turns = (
-            f"My budget is at most CHF {_money(low)}.",
+            f"My budget is at most {_money(low, number + 2)}.",
             "I have been thinking about what I use most.",
             _GENERIC,
         )
