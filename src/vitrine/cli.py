@@ -271,8 +271,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         # Run as a program: `vitrine redteam status | head` must end quietly with the
         # command's own exit code when the reader closes the pipe, not with a traceback.
-        from vitrine.pipes import pipe_safe_stdout
+        from vitrine.pipes import console_safe_streams, pipe_safe_stdout
 
+        console_safe_streams()
         pipe_safe_stdout()
         _tune_collector()
         code = _main(argv)
@@ -508,7 +509,7 @@ def _dispatch(
 
     from vitrine.bench.executors import ExecutorError, ExecutorUnavailableError, open_executor
     from vitrine.plans.base import PlanOutcome, UsageError
-    from vitrine.redact import describe_exception
+    from vitrine.usercode import describe_user_exception
 
     try:
         # Every run the plan starts uses this executor; the runs are written here either way.
@@ -549,7 +550,13 @@ def _dispatch(
             import traceback
 
             traceback.print_exc(file=sys.stderr)
-        _error(f"{plan.name} failed unexpectedly: {describe_exception(exc)}")
+        _error(f"{plan.name} failed unexpectedly: {describe_user_exception(exc)}")
+        return ExitCode.INFRASTRUCTURE
+    except BaseException as exc:  # GeneratorExit, or a plan's own BaseException
+        _error(
+            f"{plan.name} ended with {describe_user_exception(exc)} instead of returning an "
+            "outcome: nothing it did was scored"
+        )
         return ExitCode.INFRASTRUCTURE
     if not isinstance(outcome, PlanOutcome):
         _error(f"{plan.name} returned {type(outcome).__name__}, not a PlanOutcome")

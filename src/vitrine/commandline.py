@@ -12,9 +12,11 @@ refused argument answer before anything heavy loads.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from vitrine.errors import VitrineError
@@ -26,15 +28,19 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SUITE",
     "INFRASTRUCTURE",
+    "MAX_ECHO",
     "USAGE",
     "CommandRefusal",
     "RefusingParser",
     "add_store_option",
     "add_suite_option",
     "load_suite_or_refuse",
+    "one_line",
+    "path_problem",
     "print_error",
     "report",
     "run_command",
+    "takes_path",
 ]
 
 # The suite a command loads when --suite is not given. vitrine never imports it itself; the
@@ -54,11 +60,66 @@ class CommandRefusal(VitrineError):
         self.code = ExitCode(code)
 
 
+# The longest run of input an error line repeats (longer ones keep their start and end), and the
+# longest error line: a 5,000-character argument is named, not echoed back whole.
+MAX_ECHO = 120
+MAX_ERROR_LINE = 600
+# What the file systems vitrine runs on accept: one name, and a whole path, in bytes.
+NAME_MAX = 255
+PATH_MAX = 4096
+# Metavars that say an option takes a path even where its value stays text.
+_PATH_METAVARS = frozenset({"PATH", "DIR", "FILE"})
+
+
+def path_problem(text: str) -> str | None:
+    """Why ``text`` cannot name a file on this system, or None when it can."""
+    if "\x00" in text:
+        return "a path cannot contain a NUL character"
+    try:
+        encoded = os.fsencode(text)
+    except UnicodeEncodeError:
+        return "the path has characters this file system's encoding cannot store"
+    if len(encoded) > PATH_MAX:
+        return f"the path is {len(encoded)} bytes long, over the {PATH_MAX}-byte limit"
+    for part in encoded.split(b"/"):
+        if len(part) > NAME_MAX:
+            return (
+                f"a path component is {len(part)} bytes long, over the {NAME_MAX}-byte limit "
+                f"of a file name: {text!r}"
+            )
+    return None
+
+
+def takes_path(action: argparse.Action) -> bool:
+    """Whether ``action`` names a file or folder: typed as a Path, or shown as PATH/DIR/FILE."""
+    kind = action.type
+    if isinstance(kind, type) and issubclass(kind, PurePath):
+        return True
+    return isinstance(action.metavar, str) and action.metavar in _PATH_METAVARS
+
+
 class RefusingParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors raise :class:`CommandRefusal` instead of exiting."""
+    """An ArgumentParser whose errors raise :class:`CommandRefusal` instead of exiting.
+
+    Every value it reads is checked before its option's own type sees it, so that each
+    option of each command refuses the same inputs alike, a new option included: an empty or
+    blank value (``--output ''`` would otherwise mean the working directory), and for an
+    option that takes a path (typed :class:`~pathlib.Path`, or shown as PATH, DIR or FILE) a
+    path no file system accepts (a name over 255 bytes, a NUL), which would otherwise end in
+    a traceback the first time the path is touched.
+    """
 
     def error(self, message: str) -> NoReturn:
         raise CommandRefusal(message, USAGE)
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        if isinstance(arg_string, str):
+            if not arg_string.strip():
+                raise argparse.ArgumentError(action, "expected a value, got an empty one")
+            problem = path_problem(arg_string) if takes_path(action) else None
+            if problem is not None:
+                raise argparse.ArgumentError(action, problem)
+        return super()._get_value(action, arg_string)
 
 
 def add_suite_option(
@@ -138,6 +199,28 @@ def report(prog: str, refusal: CommandRefusal) -> int:
 
 
 def print_error(prog: str, message: str) -> None:
-    """Print ``PROG: error: message`` on stderr: the one shape of every refusal."""
-    sys.stderr.write(f"{prog}: error: {message}\n")
+    """Print ``PROG: error: message`` on stderr: the one shape of every refusal, on one line."""
+    sys.stderr.write(f"{prog}: error: {one_line(message)}\n")
     sys.stderr.flush()
+
+
+_LONG_RUN = re.compile(rf"\S{{{MAX_ECHO + 1},}}")
+
+
+def _shorten(match: re.Match[str]) -> str:
+    run = match.group(0)
+    keep = MAX_ECHO - 30
+    return f"{run[:keep]}...{run[-20:]} ({len(run)} characters)"
+
+
+def one_line(message: str, limit: int = MAX_ERROR_LINE) -> str:
+    """``message`` as one bounded line: its lines joined by "; ", control characters escaped,
+    every run of input longer than :data:`MAX_ECHO` characters cut in the middle, and the
+    whole at most about ``limit`` characters."""
+    lines = [line.strip() for line in message.splitlines()]
+    text = "; ".join(line for line in lines if line)
+    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    text = _LONG_RUN.sub(_shorten, text)
+    if len(text) > limit:
+        text = f"{text[: limit - 100]} ... {text[-80:]} ({len(text)} characters)"
+    return text

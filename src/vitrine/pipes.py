@@ -13,7 +13,7 @@ import os
 import sys
 from typing import TextIO, cast
 
-__all__ = ["pipe_safe_stdout"]
+__all__ = ["console_safe_streams", "pipe_safe_stdout"]
 
 
 class _PipeSafeStream:
@@ -55,3 +55,18 @@ def pipe_safe_stdout() -> None:
     """Wrap ``sys.stdout`` (once) so writes after the reader has gone are dropped quietly."""
     if not isinstance(sys.stdout, _PipeSafeStream):
         sys.stdout = cast(TextIO, _PipeSafeStream(sys.stdout))
+
+
+def console_safe_streams() -> None:
+    """Let ``sys.stdout`` and ``sys.stderr`` write any text, whatever their encoding.
+
+    With ``PYTHONIOENCODING=ascii`` (or a terminal in a narrow code page) a report line holding
+    a character the encoding lacks would raise ``UnicodeEncodeError`` and turn a finished,
+    passing run into an infrastructure failure; the character is written as an escape
+    (``\\u2014``) instead. The encoding itself is kept: what a reader expects still arrives.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(errors="backslashreplace")

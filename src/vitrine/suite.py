@@ -8,7 +8,6 @@ behind :class:`LazyScenarios` and plan code imports its dependencies when it run
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -19,7 +18,7 @@ from typing import Any
 from vitrine.commandline import DEFAULT_SUITE
 from vitrine.outcomes import ExitCode
 from vitrine.plans.base import Plan, PlanKind, UsageError
-from vitrine.redact import describe_exception
+from vitrine.usercode import UserCodeError, import_user_module, user_attribute
 
 __all__ = [
     "ALIAS_FLAGS",
@@ -231,7 +230,11 @@ class Suite:
                 f"suite {self.name} provides no {name!r} component (it provides: {provided})"
             )
         module_name, _, attr = spec.partition(":")
-        return getattr(importlib.import_module(module_name), attr)
+        label = f"component {name!r} of suite {self.name} ({spec})"
+        try:
+            return user_attribute(import_user_module(module_name, label), attr, label)
+        except UserCodeError as exc:
+            raise SuiteLoadError(str(exc), exc.exit_code) from exc
 
 
 class SuiteLoadError(UsageError):
@@ -252,31 +255,11 @@ def load_suite(spec: str = DEFAULT_SUITE) -> Suite:
     attr = attr or _DEFAULT_ATTRIBUTE
     if not module_name or not module_name.replace(".", "").replace("_", "").isalnum():
         raise SuiteLoadError(f"--suite expects module:attr (a Python import path), got {spec!r}")
+    label = f"--suite {spec}"
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        missing = exc.name or ""
-        # Only the module the operator named (or a parent package of it) is an argument
-        # error; a missing dependency inside it is a broken installation.
-        if missing == module_name or module_name.startswith(missing + "."):
-            raise SuiteLoadError(
-                f"--suite {spec}: no module named {module_name!r} on the import path"
-            ) from None
-        raise SuiteLoadError(
-            f"--suite {spec}: the module imports {missing!r}, which is not installed",
-            ExitCode.INFRASTRUCTURE,
-        ) from exc
-    except Exception as exc:
-        raise SuiteLoadError(
-            f"--suite {spec}: importing the module failed ({describe_exception(exc)})",
-            ExitCode.INFRASTRUCTURE,
-        ) from exc
-    try:
-        value = getattr(module, attr)
-    except AttributeError:
-        raise SuiteLoadError(
-            f"--suite {spec}: module {module_name!r} has no attribute {attr!r}"
-        ) from None
+        value = user_attribute(import_user_module(module_name, label), attr, label)
+    except UserCodeError as exc:
+        raise SuiteLoadError(str(exc), exc.exit_code) from exc
     if not isinstance(value, Suite):
         raise SuiteLoadError(
             f"--suite {spec}: {module_name}.{attr} is a {type(value).__name__}, not a vitrine Suite"

@@ -41,7 +41,7 @@ from vitrine_shop.agent import ShopAgent
 from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import SKU_IN_TEXT
-from vitrine_shop.embeddings import MiniLMEmbedder
+from vitrine_shop.embeddings import MiniLMEmbedder, require_embedding_model
 from vitrine_shop.front_desk import FrontDesk, catalogue_vocabulary
 from vitrine_shop.memory import extract_constraints
 from vitrine_shop.tools import ToolBox
@@ -76,7 +76,18 @@ BROKEN_ANSWER = "Sorry, I am a broken model"
 
 
 def create_assistant(options: ServiceOptions) -> ShopAssistant:
-    """The suite's service factory; refuses options it cannot serve with a ValueError."""
+    """The suite's service factory; refuses options it cannot serve with a ValueError.
+
+    A served assistant embeds every visitor's words, so without the embedding model (the
+    ``shop`` extra) it could never become ready: that is refused here, before the service
+    listens, as the missing module the extra provides.
+    """
+    assistant = _assistant(options)
+    require_embedding_model()
+    return assistant
+
+
+def _assistant(options: ServiceOptions) -> ShopAssistant:
     if options.architecture not in ARCHITECTURES:
         raise ValueError(
             f"unknown architecture {options.architecture!r}: the shop serves "
@@ -215,7 +226,7 @@ def in_process_assistant(options: ServiceOptions, services: ShopServices) -> Sho
     evaluation that drives it in this process (scripted provider only: nothing to warm)."""
     if options.provider != "scripted":
         raise ValueError("an in-process assistant runs the scripted provider only")
-    assistant = create_assistant(options)
+    assistant = _assistant(options)
     assistant._services = services
     assistant._desk = _front_desk(services) if options.front_desk else None
     return assistant

@@ -7,30 +7,22 @@ a file is expected (or the reverse), a suite that does not exist, flags combined
 list runs in-process through :func:`vitrine.cli.main` and must end with exit 2 (bad
 arguments) or 4 (infrastructure), at most one ``error:`` line, no ``Traceback`` anywhere and
 nothing written to the sandbox. ``serve`` is only ever given arguments it must refuse, so no
-server stays up; an example still running after :data:`EXAMPLE_LIMIT_S` fails the test rather
-than hanging the battery.
+server stays up; an example still running after :data:`fuzz_support.EXAMPLE_LIMIT_S` fails the
+test rather than hanging the battery.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import signal
-import sys
-from collections.abc import Iterator
-from types import FrameType
-
 import pytest
-from fuzz_support import Budget, Sandbox
+from fuzz_support import Budget, Sandbox, run_in_process
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vitrine.cli import SUBCOMMANDS, main
+from vitrine.cli import SUBCOMMANDS
 
 # Part of the ordinary test run (no opt-in flag); the marker lets it be selected or skipped.
 pytestmark = pytest.mark.fuzz
 
-EXAMPLE_LIMIT_S = 20
 FILE, FOLDER, MISSING, UNDER_FILE = "<file>", "<folder>", "<missing>", "<under-file>"
 
 CONTROL = st.sampled_from(["\x00", "\n", "\r\n", "\x1b[31m", "\x7f", "\u2028", "\t"])
@@ -63,6 +55,10 @@ SPECS: dict[str, tuple[list[str], Pairs]] = {
             ("--scenario", BAD_TEXT),
             ("--executor", BAD_CHOICE),
             ("--ray-address", BAD_TEXT),  # without --executor ray: refused, never dialled
+            ("--max-calls", BAD_NUMBER | st.just("0")),
+            ("--max-tokens", BAD_NUMBER | st.just("0")),
+            ("--max-cost", BAD_NUMBER | st.just("0")),
+            ("--price-table", FILE_EXPECTED),
         ],
     ),
     "vitrine --eval-plan": (
@@ -168,51 +164,6 @@ SPECS: dict[str, tuple[list[str], Pairs]] = {
 }
 
 
-class _TooLong(BaseException):
-    """Raised in the command when an example outlives its limit (BaseException: uncatchable
-    by a command's own ``except Exception``)."""
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: int) -> Iterator[None]:
-    def expire(signum: int, frame: FrameType | None) -> None:
-        raise _TooLong(f"still running after {seconds} s: the arguments were accepted")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def _text_stream() -> io.TextIOWrapper:
-    # A real text stream over bytes, so code that writes to ``.buffer`` works as on a terminal.
-    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")
-
-
-def _run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = _text_stream(), _text_stream()
-    old = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    try:
-        with _time_limit(EXAMPLE_LIMIT_S):
-            code = main(argv)
-    except SystemExit as exc:  # a command that exits instead of returning: still a code
-        code = exc.code if isinstance(exc.code, int) else 1
-    except _TooLong as exc:
-        code = -1
-        err.write(f"\n{exc}\n")
-    finally:
-        sys.stdout, sys.stderr = old
-    texts = []
-    for stream in (out, err):
-        stream.flush()
-        texts.append(stream.buffer.getvalue().decode("utf-8", "backslashreplace"))  # type: ignore[attr-defined]
-    return code, texts[0], texts[1]
-
-
 def _place(token: str, sandbox: Sandbox) -> str:
     return {
         FILE: str(sandbox.plain_file),
@@ -256,7 +207,7 @@ def test_bad_arguments_are_refused_in_one_sentence(
     if fuzz_budget.spent:
         return  # the battery's minute is used up; the remaining examples are skipped
     try:
-        code, out, err = _run(argv)
+        code, out, err = run_in_process(argv)
         written = sandbox.written()
     finally:
         sandbox.clear()  # one example's leftovers must not fail the next
@@ -306,7 +257,7 @@ COMBINED = [
 @pytest.mark.parametrize("argv", FOUND + COMBINED, ids=" ".join)
 def test_known_bad_arguments_stay_refused(argv: list[str], sandbox: Sandbox) -> None:
     try:
-        code, out, err = _run([_place(token, sandbox) for token in argv])
+        code, out, err = run_in_process([_place(token, sandbox) for token in argv])
         written = sandbox.written()
     finally:
         sandbox.clear()

@@ -116,8 +116,8 @@ def test_a_hostile_index_line_is_skipped_and_counted(tmp_path, line):
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["--all", "--suite", ""], "--suite expects module:attr"),
-        (["--all", "--json-report", ""], "--json-report needs a file path"),
+        (["--all", "--suite", ""], "argument --suite: expected a value, got an empty one"),
+        (["--all", "--json-report", ""], "argument --json-report: expected a value"),
         (["--all", "--html-report", "{dir}"], "is a directory"),
         (["--all", "--output", "~nosuchuser-vitrine/x"], "no such user's home directory"),
         (["--eval-plan", "eval03-compare", "--repetitions", "9" * 5000], "digit number"),

@@ -135,7 +135,7 @@ def test_an_unsealed_run_without_its_benchmark_is_refused_with_exit_2(tmp_path, 
     ("spec", "message"),
     [
         ("resume_bench:other", "would mix two benchmarks"),
-        ("resume_bench:missing", "has no 'missing'"),
+        ("resume_bench:missing", "has no attribute 'missing'"),
         ("resume_bench", "expects MODULE:ATTR"),
         ("resume_bench:CALLS", "not (BenchmarkDefinition, arms)"),
         ("no_such_module_xyz:build", "no module named"),

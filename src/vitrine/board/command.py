@@ -78,7 +78,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _run(args: argparse.Namespace, *, export: bool) -> int:
-    from vitrine.store.naming import resolve_root
+    from vitrine.store.naming import damaged_store, resolve_root
 
     root = resolve_root(args.output)
     if not root.is_dir():
@@ -86,6 +86,9 @@ def _run(args: argparse.Namespace, *, export: bool) -> int:
             f"no run store at {root}: run something first (vitrine --all) or pass --store DIR",
             USAGE if args.output is not None else INFRASTRUCTURE,
         )
+    damage = damaged_store(root)
+    if damage is not None:
+        raise CommandRefusal(damage, INFRASTRUCTURE)
     if export:
         return _export(root, args.directory, args.max_runs)
     return _serve(root, args)
@@ -134,6 +137,12 @@ def _export(root: Path, directory: Path, max_runs: int) -> int:
         raise CommandRefusal(f"--max-runs must be at least 1, got {max_runs}")
     if directory.exists() and not directory.is_dir():
         raise CommandRefusal(f"{directory} exists and is not a directory")
+    target, store = directory.resolve(), root.resolve()
+    if target == store or store in target.parents:
+        raise CommandRefusal(
+            f"{directory} is inside the run store it would copy ({root}): export the board "
+            "to a folder outside the store"
+        )
     try:
         written = export_board(root, directory, max_runs=max_runs)
     except OSError as exc:

@@ -182,13 +182,37 @@ def _describe(errors: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+# A case file is read whole; past this size it is refused unread (``/dev/zero`` has no end).
+MAX_CASE_FILE_BYTES = 4 * 1024 * 1024
+
+
+def _read_case_file(path: Path) -> str:
+    with path.open("rb") as handle:
+        data = handle.read(MAX_CASE_FILE_BYTES + 1)
+    if len(data) > MAX_CASE_FILE_BYTES:
+        raise CaseFileError(
+            f"{path.name}: the case file is larger than {MAX_CASE_FILE_BYTES // (1024 * 1024)} "
+            "MiB; split it into several files"
+        )
+    return data.decode("utf-8")
+
+
 def load_cases(path: Path) -> CasesFile:
     """Read and validate a case file; every problem is reported, each naming case and field."""
-
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return _load_cases(path)
+    except RecursionError:
+        raise CaseFileError(
+            f"{path.name}: the case file is nested too deeply to read; a case is a flat mapping"
+        ) from None
+
+
+def _load_cases(path: Path) -> CasesFile:
+    try:
+        raw = yaml.safe_load(_read_case_file(path))
     except OSError as exc:
-        raise CaseFileError(f"{path.name}: cannot read the case file ({exc.strerror})") from exc
+        reason = exc.strerror or type(exc).__name__
+        raise CaseFileError(f"{path.name}: cannot read the case file ({reason})") from exc
     except UnicodeDecodeError as exc:
         raise CaseFileError(f"{path.name}: not a text file; a case file is UTF-8 YAML") from exc
     except yaml.YAMLError as exc:
@@ -222,7 +246,7 @@ def load_cases(path: Path) -> CasesFile:
         if not problems:
             problems.extend(f"{path.name}: {p}" for p in _describe(exc.errors()))
     if problems:
-        raise CaseFileError("\n".join(problems))
+        raise CaseFileError("; ".join(problems))
     return parsed
 
 

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 PROG = "vitrine redteam"
+# The longest adaptive conversation: each turn may call the target and the attacker model.
+MAX_TURNS = 50
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("scripted", "provider"),
         help="attacker model (default: the provider's if one is named, else scripted)",
     )
-    adaptive.add_argument("--max-turns", type=int, default=5)
+    adaptive.add_argument(
+        "--max-turns",
+        type=int,
+        default=5,
+        metavar="N",
+        help=f"turns per conversation, 1 to {MAX_TURNS} (default 5)",
+    )
     adaptive.set_defaults(deterministic_only=False)  # an adaptive goal has no assertions
     _provider_options(adaptive)
     _common(adaptive)
@@ -240,8 +248,11 @@ def _adaptive(args: argparse.Namespace) -> int:
     )
     from vitrine.redteam.static import RunFacts
 
-    if args.max_turns < 1:
-        raise CommandRefusal("--max-turns must be at least 1: an attack needs a turn")
+    if not 1 <= args.max_turns <= MAX_TURNS:
+        raise CommandRefusal(
+            f"--max-turns must lie between 1 and {MAX_TURNS}, got {args.max_turns}: an attack "
+            "needs a turn, and each turn may call the target and the attacker"
+        )
     component = _component(args)
     goals = load_goals(component.profile)
     chosen = args.goal or list(goals)

@@ -116,11 +116,14 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from vitrine.store.naming import resolve_root
+    from vitrine.store.naming import damaged_store, resolve_root
 
     root = resolve_root(args.output)
     if root.exists() and not root.is_dir():
         raise CommandRefusal(f"--output {root} is not a directory")
+    damage = damaged_store(root)
+    if damage is not None:
+        raise CommandRefusal(damage, INFRASTRUCTURE)
     try:
         if args.command == "list":
             return _list(root, args)
@@ -253,9 +256,12 @@ def _finish(
 
 def _load_benchmark(spec: str) -> tuple[BenchmarkDefinition, list[Arm]]:
     """Import ``module:attr`` and call it (when callable) for ``(definition, arm or arms)``."""
-    import importlib
-
-    from vitrine.redact import describe_exception
+    from vitrine.usercode import (
+        UserCodeError,
+        call_user_code,
+        import_user_module,
+        user_attribute,
+    )
 
     module_name, _, attr = spec.strip().partition(":")
     if not module_name or not attr:

@@ -15,6 +15,7 @@ __all__ = [
     "RUN_ID_PATTERN",
     "blocking_file",
     "cache_dir",
+    "damaged_store",
     "new_run_id",
     "resolve_root",
     "sanitize_file_name",
@@ -47,6 +48,23 @@ def cache_dir(kind: str) -> Path:
     if explicit:
         return Path(os.path.expanduser(explicit)) / kind  # noqa: PTH111 (as resolve_root)
     return resolve_root() / "cache" / kind
+
+
+# The folders a store keeps its runs and indexes in: a file in their place is damage, not an
+# empty store.
+_STORE_FOLDERS = ("runs", "runs-index")
+
+
+def damaged_store(root: Path) -> str | None:
+    """Why the store at ``root`` cannot be read as one (a file where a folder must be), or None."""
+    for name in _STORE_FOLDERS:
+        path = root / name
+        if path.exists() and not path.is_dir():
+            return (
+                f"the run store at {root} is damaged: {name}/ is a file, not a folder, so "
+                "no run in it can be read"
+            )
+    return None
 
 
 def blocking_file(path: Path) -> Path | None:

@@ -89,8 +89,14 @@ class TraceSettings:
 def validate_endpoint(url: str, *, setting: str) -> str:
     """Return ``url`` without a trailing slash, or refuse it with a sentence naming ``setting``."""
     text = url.strip()
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(text)
+        hostname = parts.hostname
+    except ValueError as exc:  # an unclosed [IPv6 bracket, a bad netloc
+        raise TracingConfigError(f"{setting} is not a URL ({exc}): {text!r}") from None
+    if parts.netloc.count("[") > 1 or parts.netloc.count("]") > 1:
+        raise TracingConfigError(f"{setting} is not a URL (brackets in its host): {text!r}")
+    if parts.scheme not in ("http", "https") or not hostname:
         raise TracingConfigError(
             f"{setting} must be an http:// or https:// URL with a host, such as "
             f"http://127.0.0.1:4318, got {text!r}"
