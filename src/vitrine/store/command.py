@@ -266,31 +266,13 @@ def _load_benchmark(spec: str) -> tuple[BenchmarkDefinition, list[Arm]]:
     module_name, _, attr = spec.strip().partition(":")
     if not module_name or not attr:
         raise CommandRefusal(f"--benchmark expects MODULE:ATTR, got {spec[:80]!r}")
+    label = f"--benchmark {spec}"
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and (exc.name == module_name or module_name.startswith(exc.name + ".")):
-            raise CommandRefusal(f"--benchmark {spec}: no module named {module_name!r}") from None
-        raise CommandRefusal(
-            f"--benchmark {spec}: the module imports {exc.name!r}, which is not installed",
-            INFRASTRUCTURE,
-        ) from exc
-    except Exception as exc:
-        raise CommandRefusal(
-            f"--benchmark {spec}: importing the module failed ({describe_exception(exc)})",
-            INFRASTRUCTURE,
-        ) from exc
-    value = getattr(module, attr, None)
-    if value is None:
-        raise CommandRefusal(f"--benchmark {spec}: module {module_name!r} has no {attr!r}")
-    if callable(value):
-        try:
-            value = value()
-        except Exception as exc:
-            raise CommandRefusal(
-                f"--benchmark {spec}: building the benchmark failed ({describe_exception(exc)})",
-                INFRASTRUCTURE,
-            ) from exc
+        value = user_attribute(import_user_module(module_name, label), attr, label)
+        if callable(value):
+            value = call_user_code(label, "building the benchmark", value)
+    except UserCodeError as exc:
+        raise CommandRefusal(str(exc), exc.exit_code) from exc
     return _benchmark_pair(spec, value)
 
 
