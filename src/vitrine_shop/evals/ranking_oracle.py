@@ -12,6 +12,7 @@ such), so the oracle never reads an absent vector as agreement.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,8 +63,8 @@ class Semantics:
         return dict(zip(self.vectors.skus, values, strict=True))
 
 
-def _best(scores: Mapping[str, float], admitted: Callable[[str], bool]) -> list[str]:
-    return sorted((s for s in scores if admitted(s)), key=lambda s: (-scores[s], s))
+def _best(scores: Mapping[str, float], admitted: Callable[[str], bool], k: int) -> list[str]:
+    return heapq.nsmallest(k, filter(admitted, scores), key=lambda s: (-scores[s], s))
 
 
 def ranking_problems(
@@ -84,7 +85,7 @@ def ranking_problems(
             not isinstance(score, int | float) or abs(score - expected) > _SLACK
         ):
             problems.append(f"{sku} is scored {score}, its vectors give {expected}")
-    best = _best(scores, lambda s: admitted(s) and s not in skip)[: len(skus)]
+    best = _best(scores, lambda s: s not in skip and admitted(s), len(skus))
     if skus != best:
         problems.append(f"served {skus}, the best by the vectors are {best}")
     return problems
