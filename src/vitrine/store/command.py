@@ -145,17 +145,19 @@ def _list(root: Path, args: argparse.Namespace) -> int:
     problems: dict[str, str] = {}
 
     def matches(entry: RunIndexEntry) -> bool:
-        if (args.definition and entry.definition.get("key") != args.definition) or (
-            args.arm and entry.arm != args.arm
+        if (
+            (args.definition and entry.definition.get("key") != args.definition)
+            or (args.arm and entry.arm != args.arm)
+            or (args.verdict and entry.verdict.upper() != args.verdict.upper())
         ):
             return False
-        # The verdict shown is the index's only once the run's own seal agrees with it.
+        # The verdict shown is the index's only once the run's own seal agrees with it: one
+        # small read for each line that would be listed, so a listing stays as cheap as its
+        # limit. A line whose verdict was edited never matches --verdict.
         problem = index_problem(root, entry)
         if problem is not None:
             problems[entry.run_id] = problem
-        return not args.verdict or (
-            problem is None and entry.verdict.upper() == args.verdict.upper()
-        )
+        return not args.verdict or problem is None
 
     # Exact substrings every matching line holds: most lines are skipped before parsing.
     needles = tuple(json.dumps(value) for value in (args.definition, args.arm) if value)
