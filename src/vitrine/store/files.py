@@ -209,6 +209,7 @@ class AppendLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._size = os.fstat(self._fd).st_size  # its one writer keeps count: no seek per record
 
     def append(self, record: Mapping[str, Any]) -> bytes:
         """Append one record; returns the exact bytes written, which the seal hashes.
@@ -219,13 +220,13 @@ class AppendLog:
         if self._fd is None:
             raise ValueError(f"{self.path.name} is closed")
         line = encode_line(record)
-        start = os.lseek(self._fd, 0, os.SEEK_END)
         try:
             write_all(self._fd, line)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, start)
+                os.ftruncate(self._fd, self._size)
             raise
+        self._size += len(line)
         return line
 
     def sync(self) -> None:
