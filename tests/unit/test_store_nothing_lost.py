@@ -303,3 +303,10 @@ def test_a_full_disk_at_the_index_append_loses_no_run_once_space_returns(tmp_pat
     listed = [e.run_id for e in RunStore(tmp_path).list_runs()]
     assert len(listed) == 2 and later in listed
     assert not read_json_lines(index_path(tmp_path)).malformed
+
+
+def test_the_board_lists_a_run_killed_between_seal_and_index(tmp_path):
+    from vitrine.board.app import Board
+
+    run_id = _killed_between_seal_and_index(tmp_path)
+    assert run_id in Board(tmp_path, persist_cache=False).get("/", {}).body.decode()

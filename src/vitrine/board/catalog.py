@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine.store.files import atomic_write_json
-from vitrine.store.index import RunIndexEntry, index_path, index_problem
+from vitrine.store.index import RunIndexEntry, index_path, index_problem, recover_index
 from vitrine.store.seal import RECEIPT_SEAL_FIELD, SEAL_FIELD, seal_problem
 
 __all__ = [
@@ -312,6 +312,8 @@ class Catalog:
         self._lock = threading.Lock()
         # The offline store, and the store that live plans keep under ``live/``.
         self._indexes = (_AppendedIndex(root, ""), _AppendedIndex(root / "live", "live/"))
+        for index in self._indexes:
+            recover_index(index.store)  # a run sealed by a killed process is listed too
         self._files: dict[str, tuple[int, int, RunHeader | None]] = {}
         self._dirty = False
         self._sorted: list[RunHeader] = []
