@@ -134,11 +134,8 @@ def main() -> None:
                 table="bench_chunks",
                 top_k=4,
                 generator=RAG.default_generator(embedder, thresholds),
-                scorer=HeuristicScorer(
-                    embedder,
-                    thresholds.metrics,
-                    claim_cosine_threshold=thresholds.claim_cosine_threshold,
-                    structural_faithfulness=True,
+                scorer=HeuristicScorer.calibrated(
+                    embedder, thresholds, structural_faithfulness=True
                 ),
                 thresholds=thresholds,
             )

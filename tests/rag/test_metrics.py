@@ -123,33 +123,59 @@ async def test_heuristic_scorer_scores_a_half_faithful_answer_by_hand():
     assert scores[Metric.CONTEXT_RECALL].evidence["missing"] == ["p#c.0"]
     assert scores[Metric.COVERAGE].value == 1.0  # answered an answerable question
     assert scores[Metric.ABSTENTION].state is MeasurementState.NOT_APPLICABLE
-    assert {o.label for o in scores.values()} == {m.value for m in scorer.forms.values()}
+    # every form but the table check, which the pipeline adds (it needs the store)
+    assert {o.label for o in scores.values()} == {
+        m.value for metric, m in scorer.forms.items() if metric is not Metric.SOURCES_INDEXED
+    }
+    assert scores[Metric.FACT_AGREEMENT].value == 1.0  # no claim contradicts its sentence
     assert all(
         label.startswith(("non-llm:", "exact:")) for label in (o.label for o in scores.values())
     )
 
 
-async def test_unanswerable_item_gets_no_retrieval_scores_and_abstention_is_right():
+async def test_an_unanswerable_item_gets_faithfulness_and_relevancy_only_as_the_spec_says():
     scorer = HeuristicScorer(EMBEDDER, THRESHOLDS, claim_cosine_threshold=0.7)
     abstained = GeneratedAnswer("I don't know.", (), True)
     scores = await scorer.score(scoring_input(abstained, answerable=False))
-    for metric in (Metric.CONTEXT_PRECISION, Metric.CONTEXT_RECALL, Metric.COVERAGE):
+    for metric in (
+        Metric.CONTEXT_PRECISION,
+        Metric.CONTEXT_RECALL,
+        Metric.COVERAGE,
+        Metric.ANSWER_CORRECTNESS,
+    ):
         assert scores[metric].state is MeasurementState.NOT_APPLICABLE
-    for metric in (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY, Metric.ANSWER_CORRECTNESS):
-        assert scores[metric].state is MeasurementState.NOT_APPLICABLE
+    # the abstention asserts nothing ungrounded; its relevancy is the formula's (orthogonal
+    # to the question here, so 0): a correct refusal never lifts the relevancy mean
+    assert scores[Metric.FAITHFULNESS].value == 1.0
+    assert scores[Metric.ANSWER_RELEVANCY].is_measured
+    assert scores[Metric.ANSWER_RELEVANCY].value == 0.0
     assert scores[Metric.ABSTENTION].value == 1.0
 
 
-async def test_answering_an_unanswerable_question_fails_every_answer_metric():
+async def test_an_answer_to_an_unanswerable_question_is_scored_and_fails_the_abstention_rate():
     scorer = HeuristicScorer(EMBEDDER, THRESHOLDS, claim_cosine_threshold=0.7)
-    # On topic and copied from the context: still not a pass, the pages do not answer it.
     answer = GeneratedAnswer("Delivery costs CHF 7.90.", ("p#a.0",), False)
     scores = await scorer.score(scoring_input(answer, answerable=False))
-    for metric in (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY, Metric.ANSWER_CORRECTNESS):
-        assert scores[metric].is_measured and scores[metric].failed
-        assert scores[metric].value == 0.0
+    # scored on its sentences like any answer (copied from the context: faithful, on topic)
+    assert scores[Metric.FAITHFULNESS].value == 1.0
+    assert scores[Metric.ANSWER_RELEVANCY].value == 1.0
+    assert scores[Metric.ANSWER_CORRECTNESS].state is MeasurementState.NOT_APPLICABLE
     assert scores[Metric.CONTEXT_RECALL].state is MeasurementState.NOT_APPLICABLE
     assert scores[Metric.ABSTENTION].value == 0.0 and scores[Metric.ABSTENTION].failed
+
+
+@pytest.mark.parametrize("text", ["", "   ", "Yes."])
+@pytest.mark.parametrize("answerable", [True, False])
+async def test_an_empty_or_contentless_answer_is_not_an_answer(text, answerable):
+    scorer = HeuristicScorer(EMBEDDER, THRESHOLDS, claim_cosine_threshold=0.7)
+    scores = await scorer.score(
+        scoring_input(GeneratedAnswer(text, (), False), answerable=answerable)
+    )
+    rate = Metric.COVERAGE if answerable else Metric.ABSTENTION
+    assert scores[rate].is_measured and scores[rate].value == 0.0 and scores[rate].failed
+    assert scores[Metric.ANSWER_RELEVANCY].value == 0.0
+    if answerable:
+        assert scores[Metric.ANSWER_CORRECTNESS].value == 0.0
 
 
 async def test_abstaining_on_an_answerable_question_fails_correctness_and_coverage():
@@ -176,8 +202,12 @@ async def test_a_falsified_number_is_unfaithful_although_it_embeds_like_the_cont
     assert faithfulness.value == 0.0
     assert faithfulness.evidence["max_cosine"] == [1.0]
     assert faithfulness.evidence["fact_problems"] == [
-        ["number 68.9 chf is not in the cited context"]
+        [
+            "number 68.9 chf is not in the cited context",
+            "says 68.9 chf where the context sentence it restates says 7.9 chf",
+        ]
     ]
+    assert scores[Metric.FACT_AGREEMENT].value == 0.0
     assert scores[Metric.ANSWER_CORRECTNESS].value == 0.0  # CHF 68.90 replaces CHF 7.90
 
 

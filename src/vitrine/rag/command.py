@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument(
         "--provider",
-        choices=("openai", "azure", "local"),
+        choices=("openai", "azure", "anthropic", "local"),
         help="answer and judge with this model service (default: offline extractive answers "
         "and non-LLM metric forms)",
     )
@@ -118,9 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--confirm-paid", action="store_true", help="allow a paid provider")
     evaluate.add_argument(
         "--items",
-        choices=("held-out", "dev", "all"),
-        default="held-out",
-        help="which split to judge (default held-out: the items the thresholds were not fitted on)",
+        choices=("judged", "calibration", "all"),
+        default="judged",
+        help="which items to judge (default judged: the dataset's judged set, 43 items for the "
+        "shop, which no threshold was fitted on; calibration: the items that fitted them)",
     )
     evaluate.add_argument(
         "--limit", type=_count, default=None, metavar="N", help="judge only the first N items"
@@ -357,6 +358,7 @@ def _live_models(args: argparse.Namespace) -> tuple[Any, Any] | None:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from vitrine.rag.alignment import knowledge_entities
     from vitrine.rag.generator import ChatModelGenerator
     from vitrine.rag.metrics import HeuristicScorer, LlmScorer
     from vitrine.rag.pipeline import DEFAULT_TOP_K, evaluate
@@ -373,19 +375,18 @@ def _evaluate(args: argparse.Namespace) -> int:
         else ChatModelGenerator(live[0])
     )
     structural = bool(getattr(generator, "faithful_by_construction", False))
+    entities = knowledge_entities(c.text for c in setup.kb.chunks)
     scorer: Scorer
     if live is not None and live[1] is not None:
-        scorer = LlmScorer(live[1], setup.embedder, thresholds.metrics)
+        scorer = LlmScorer(live[1], setup.embedder, thresholds.metrics, entities=entities)
     else:
-        scorer = HeuristicScorer(
-            setup.embedder,
-            thresholds.metrics,
-            claim_cosine_threshold=thresholds.claim_cosine_threshold,
-            structural_faithfulness=structural,
+        scorer = HeuristicScorer.calibrated(
+            setup.embedder, thresholds, structural_faithfulness=structural, entities=entities
         )
+    provenance = _provenance(thresholds, items)
     print(
         f"{PROG}: judging {len(items)} {args.items} items "
-        f"({'exact' if args.exact else 'HNSW'} search, top-{top_k})",
+        f"({'exact' if args.exact else 'HNSW'} search, top-{top_k}); {provenance}",
         flush=True,
     )
     with _open_store(setup) as store:
@@ -434,6 +435,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                 "split": args.items,
                 "count": len(items),
                 "fitted_on_judged_items": bool(set(thresholds.dev_ids) & {i.id for i in items}),
+                "calibration_items": len(thresholds.dev_ids),
+                "statement": provenance,
             },
             "search": "exact" if args.exact else "hnsw",
             "thresholds": thresholds.to_dict(),
@@ -463,7 +466,7 @@ def _select(
 ) -> list[DatasetItem]:
     """The items to judge: by default those the thresholds were not fitted on."""
     if split != "all":
-        wanted = set(thresholds.held_out_ids if split == "held-out" else thresholds.dev_ids)
+        wanted = set(thresholds.held_out_ids if split == "judged" else thresholds.dev_ids)
         if not wanted:
             raise CommandRefusal(
                 f"{thresholds.source} records no {split} split; run `vitrine rag calibrate` "
@@ -475,6 +478,17 @@ def _select(
     if not items:
         raise CommandRefusal(f"no dataset item is in the {split} split of {thresholds.source}")
     return items
+
+
+def _provenance(thresholds: RagThresholds, items: Sequence[DatasetItem]) -> str:
+    """Where the thresholds came from, relative to the items judged: said on stdout and in
+    the HTML, not only in the JSON."""
+    fitted = set(thresholds.dev_ids)
+    overlap = sum(1 for i in items if i.id in fitted)
+    where = f"thresholds fitted only on the {len(fitted)} calibration items of {thresholds.source}"
+    if overlap:
+        return f"{where}; {overlap} of the judged items are among them, so this run is no test"
+    return f"{where}, none of which is judged here"
 
 
 def _progress_printer(total: int, live: bool) -> Any:
@@ -543,11 +557,14 @@ def _calibrate(args: argparse.Namespace) -> int:
             progress=lambda step: print(f"calibrate: {step}", flush=True),
         )
     split = document["split"]
-    print(
-        f"split (seed {split['seed']}): {len(split['dev'])} dev items fit the thresholds, "
-        f"{len(split['held_out'])} held-out items judge them"
+    origin = (
+        "declared by the dataset" if split.get("declared_by_dataset") else f"seed {split['seed']}"
     )
-    print("dev evidence (matched p5 / negative p95 -> threshold) and held-out means:")
+    print(
+        f"split ({origin}): {len(split['dev'])} calibration items fit the thresholds, "
+        f"{len(split['held_out'])} judged items are judged by them"
+    )
+    print("calibration evidence (matched p5 / negative p95 -> threshold) and judged-item means:")
     for name, ev in document["evidence"].items():
         if "matched" in ev:
             good, bad, held = ev["matched"], ev["mismatched"], ev["held_out"]
@@ -556,13 +573,16 @@ def _calibrate(args: argparse.Namespace) -> int:
             )
             print(
                 f"  {name:<24} p5 {good['p5']:.3f} / p95 {bad['p95']:.3f} -> "
-                f"{ev['threshold']:.3f} [{ev['rule']}]; held-out matched "
+                f"{ev['threshold']:.3f} [{ev['rule']}]; judged matched "
                 f"{held['matched_mean']:.3f}, negative {held['negative_mean']:.3f}: {verdict}"
             )
         else:
             print(f"  {name:<24} {ev['rule']}")
     resamples = document["resamples"]
-    print(f"spread over {resamples['splits']} random splits (threshold min/median/max; held-out")
+    print(
+        f"spread over {resamples['splits']} random halvings of the calibration items (threshold "
+        "min/median/max; other half"
+    )
     print("  matched passes, negative fails):")
     for name, r in resamples.items():
         if isinstance(r, dict):

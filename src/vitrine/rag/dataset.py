@@ -23,13 +23,16 @@ __all__ = [
     "DatasetError",
     "DatasetItem",
     "RagThresholds",
+    "declared_split",
     "load_dataset",
     "load_thresholds",
     "unresolved_chunk_ids",
 ]
 
 DATASET_SCHEMA_VERSION = 1
-THRESHOLDS_SCHEMA_VERSION = 2  # 2: answer correctness, two abstention rates, the split
+ITEM_SETS = ("", "judged", "calibration")
+# 2: answer correctness, two abstention rates, the split; 3: wrong facts, indexed sources
+THRESHOLDS_SCHEMA_VERSION = 3
 
 
 class DatasetError(ValueError, VitrineError):
@@ -43,6 +46,9 @@ class DatasetItem:
     reference_answer: str
     relevant_chunk_ids: tuple[str, ...]
     has_relevant_chunk: bool
+    # "judged": the dataset the gate judges; "calibration": fits the thresholds and is never
+    # judged by them. A dataset that marks no item leaves the split to `vitrine rag calibrate`.
+    set: str = ""
 
 
 def load_dataset(path: Path) -> list[DatasetItem]:
@@ -65,9 +71,15 @@ def load_dataset(path: Path) -> list[DatasetItem]:
                 str(raw["reference_answer"]),
                 tuple(str(c) for c in raw["relevant_chunk_ids"]),
                 bool(raw["has_relevant_chunk"]),
+                str(raw.get("set", "")),
             )
         except (KeyError, TypeError) as exc:
             raise DatasetError(f"{path.name}: item {index} lacks {exc}") from exc
+        if item.set not in ITEM_SETS:
+            raise DatasetError(
+                f"{path.name}: item {item.id} has set {item.set!r}; expected one of "
+                + ", ".join(repr(s) for s in ITEM_SETS if s)
+            )
         if item.id in seen:
             raise DatasetError(f"{path.name}: item id {item.id!r} repeats")
         seen.add(item.id)
@@ -82,7 +94,18 @@ def load_dataset(path: Path) -> list[DatasetItem]:
         items.append(item)
     if not items:
         raise DatasetError(f"{path.name} holds no items: an empty evaluation is not a score")
+    if any(i.set for i in items) and not all(i.set for i in items):
+        raise DatasetError(f"{path.name}: either every item names its set or none does")
     return items
+
+
+def declared_split(items: list[DatasetItem]) -> tuple[list[str], list[str]] | None:
+    """(calibration ids, judged ids) as the dataset declares them, or None when it does not."""
+    if not items or not items[0].set:
+        return None
+    calibration = sorted(i.id for i in items if i.set == "calibration")
+    judged = sorted(i.id for i in items if i.set == "judged")
+    return calibration, judged
 
 
 def unresolved_chunk_ids(items: list[DatasetItem], kb: KnowledgeBase) -> dict[str, list[str]]:
@@ -131,8 +154,8 @@ def load_thresholds(path: Path) -> RagThresholds:
     if data.get("schema_version") != THRESHOLDS_SCHEMA_VERSION:
         raise DatasetError(
             f"{path.name}: schema_version {data.get('schema_version')!r} is not "
-            f"{THRESHOLDS_SCHEMA_VERSION} (older files lack answer correctness, the two "
-            "abstention rates and the dev/held-out split)"
+            f"{THRESHOLDS_SCHEMA_VERSION} (older files lack the wrong-facts and indexed-sources "
+            "policies, answer correctness, the two abstention rates or the split)"
         )
     try:
         metrics = {m: float(data["metrics"][m.value]) for m in Metric}

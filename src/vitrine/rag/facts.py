@@ -1,4 +1,4 @@
-"""The checkable facts of a sentence: quantities, polarity and names, compared without a model.
+"""The checkable facts of a sentence: quantities, polarity and names, extracted without a model.
 
 Sentence similarity cannot see a wrong fact: "returns are free within 91 days" embeds almost
 exactly like "within 30 days", and "repairs are charged" like "repairs are free of charge". The
@@ -27,7 +27,6 @@ __all__ = [
     "extract_facts",
     "falsify",
     "quantity_conflicts",
-    "unsupported_facts",
 ]
 
 _WORD_NUMBERS = {
@@ -189,59 +188,6 @@ def extract_facts(text: str) -> Facts:
         frozenset(polar),
         frozenset(_names(text)),
     )
-
-
-def unsupported_facts(claim: str, evidence: str, aligned: str | None = None) -> list[str]:
-    """The facts of ``claim`` that ``evidence`` does not carry, each as a short sentence.
-
-    Every number of the claim must occur in the evidence (units may be written differently);
-    every name must occur in it; and when the claim restates ``aligned`` (the evidence sentence
-    closest to it: at least 80 % of the claim's words are in it), it must keep that sentence's
-    polarity (negated or not). No antonym of a pair may replace the context's word.
-    """
-    facts = extract_facts(claim)
-    known = extract_facts(evidence)
-    problems = [
-        f"number {q} is not in the cited context"
-        for q in sorted(facts.quantities)
-        if q.value not in known.values
-    ]
-    evidence_words = evidence.casefold()
-    problems.extend(
-        f"name {name!r} is not in the cited context"
-        for name in sorted(facts.names)
-        if name not in evidence_words
-    )
-    if aligned is not None:
-        source = extract_facts(aligned)
-        if facts.negated != source.negated and _restates(claim, aligned):
-            problems.append(
-                "negation differs from the context sentence it restates"
-                + (" (the claim negates it)" if facts.negated else " (the claim drops it)")
-            )
-        for a, b in _ANTONYMS:
-            for word, opposite in ((a, b), (b, a)):
-                if (
-                    word in facts.polar_words
-                    and opposite in source.polar_words
-                    and word not in source.polar_words
-                ):
-                    problems.append(f"says {word!r} where the context says {opposite!r}")
-    return problems
-
-
-def _restates(claim: str, sentence: str) -> bool:
-    """Whether ``claim`` is mostly ``sentence``'s words: only then is a polarity difference a
-    flipped fact rather than a claim drawn from several sentences."""
-    words = _polarity_free_words(claim)
-    if not words:
-        return False
-    return len(words & _polarity_free_words(sentence)) / len(words) >= 0.8
-
-
-def _polarity_free_words(text: str) -> set[str]:
-    words = {w.casefold().replace("’", "'") for w in _WORD.findall(text)}
-    return {"can" if w in ("cannot", "can't") else w for w in words} - _NEGATIONS
 
 
 def quantity_conflicts(answer: Facts, reference: Facts) -> list[str]:

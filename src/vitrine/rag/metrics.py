@@ -16,23 +16,32 @@ Definitions are in ``docs/rag.md``; the pure functions here are the formulas.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from vitrine.outcomes import Census, Observation
 from vitrine.providers.base import ChatMessage, ChatModel, ChatRequest, ResponseFormat
+from vitrine.rag.alignment import (
+    align,
+    claim_problems,
+    content_words,
+    reference_conflicts,
+    stems,
+)
 from vitrine.rag.chunking import split_sentences
 from vitrine.rag.embeddings import TextEmbedder
-from vitrine.rag.facts import extract_facts, quantity_conflicts, unsupported_facts
+from vitrine.rag.facts import extract_facts
 from vitrine.rag.generator import GeneratedAnswer
 from vitrine.rag.vectorstore import RetrievedChunk
 from vitrine.redact import describe_exception
+
+if TYPE_CHECKING:
+    from vitrine.rag.dataset import RagThresholds
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
@@ -47,12 +56,17 @@ __all__ = [
     "aggregate",
     "answer_claims",
     "answer_correctness",
+    "answer_precision",
     "answer_relevancy_from_vectors",
     "bootstrap_interval",
     "claim_support",
     "content_words",
     "context_precision",
+    "context_problems",
     "context_recall_ids",
+    "fact_agreement",
+    "is_contentless",
+    "sources_indexed",
 ]
 
 BOOTSTRAP_SEED = 20260612
@@ -69,6 +83,10 @@ class Metric(StrEnum):
     # each fail one of them, whatever the dataset's share of unanswerable questions.
     ABSTENTION = "abstains_when_unanswerable"
     COVERAGE = "answers_when_answerable"
+    # Stated policies, not calibrated means: a mean lets a few wrong answers hide among right
+    # ones; these count the answers that carry one.
+    FACT_AGREEMENT = "answers_without_wrong_facts"
+    SOURCES_INDEXED = "supporting_chunks_indexed"
 
 
 ANSWER_METRICS = (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY, Metric.ANSWER_CORRECTNESS)
@@ -95,25 +113,13 @@ class Method(StrEnum):
     LLM_RECALL = "llm:reference-claims-attributed"
     ABSTENTION = "exact:abstains-on-unanswerable"
     COVERAGE = "exact:answers-answerable"
+    FACT_CHECK = "non-llm:sentence-aligned-fact-check"
+    SOURCES_INDEXED = "exact:supporting-chunk-ids-in-table"
 
 
 # ----------------------------------------------------------------------------------------------
 # The formulas
 # ----------------------------------------------------------------------------------------------
-
-_STOPWORDS = frozenset(
-    re.findall(
-        r"\w+",
-        """a an and are as at be by can do does for from has have how i if in is it its of on or
-        our than that the their them then there these they this to up was we what when where
-        which who will with within you your yours not no yes only also any all per""",
-    )
-)
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words and numbers minus stop words: what a claim asserts."""
-    return {w for w in re.findall(r"[\w.,]*\w", text.casefold()) if w not in _STOPWORDS}
 
 
 def answer_claims(text: str) -> list[str]:
@@ -161,15 +167,18 @@ def claim_support(
     cosine_threshold: float,
     coverage_threshold: float,
     check_facts: bool = True,
+    question: str = "",
+    entities: Collection[str] = frozenset(),
 ) -> list[ClaimSupport]:
-    """A claim is supported when it is close to the context and carries no fact the context
-    lacks.
+    """A claim is supported when it is close to the context and carries no fact the sentence
+    it restates lacks.
 
     Close: its best cosine to a context sentence reaches ``cosine_threshold``, or at least
     ``coverage_threshold`` of its content words occur in the context (a paraphrase that keeps
-    the terms). Facts (with ``check_facts``): its numbers and names occur in the context and
-    its polarity matches the sentence it is closest to (see :mod:`vitrine.rag.facts`), because
-    similarity alone cannot tell "30 days" from "91 days".
+    the terms). Facts (with ``check_facts``): the claim is aligned to the sentence(s) it
+    restates and its numbers, names, polarity and predicate must agree with *those* sentences
+    (:mod:`vitrine.rag.alignment`), because similarity alone cannot tell "30 days" from
+    "91 days" and the page as a whole holds every number on it.
     """
     context_words: set[str] = set()
     for sentence in context_sentences:
@@ -179,54 +188,70 @@ def claim_support(
     for row, claim in enumerate(claims):
         similarities = context_vectors @ claim_vectors[row] if len(context_sentences) else None
         best = float(np.max(similarities)) if similarities is not None else 0.0
-        aligned = (
-            context_sentences[int(np.argmax(similarities))] if similarities is not None else None
-        )
         words = content_words(claim)
         coverage = len(words & context_words) / len(words) if words else 0.0
         close = best >= cosine_threshold or coverage >= coverage_threshold
-        problems = tuple(unsupported_facts(claim, evidence, aligned)) if check_facts else ()
+        problems = (
+            tuple(
+                claim_problems(
+                    claim,
+                    align(claim, context_sentences, entities),
+                    evidence=evidence,
+                    question=question,
+                    entities=entities,
+                )
+            )
+            if check_facts
+            else ()
+        )
         results.append(ClaimSupport(claim, best, coverage, close and not problems, problems))
     return results
 
 
-def _stems(text: str) -> set[str]:
-    return {w.rstrip("s")[:5] for w in content_words(text) if not w[0].isdigit()}
-
-
-_LEADING_VERDICT = re.compile(r"^\s*(yes|no)\b", re.IGNORECASE)
+def answer_precision(answer: str, reference: str, *, share: float = 0.5) -> float:
+    """Share of the answer's sentences that are about the reference: at least ``share`` of
+    their terms are the reference's. RAGAS's correctness counts an answer's extra claims as
+    false positives; without it, pasting every retrieved chunk in would maximise recall."""
+    claims = answer_claims(answer)
+    if not claims:
+        return 0.0
+    terms = stems(reference)
+    on_topic = [len(stems(c) & terms) >= share * len(stems(c)) for c in claims if stems(c)]
+    return sum(on_topic) / len(on_topic) if on_topic else 0.0
 
 
 def answer_correctness(
-    answer: str, reference: str, similarity: float
+    answer: str,
+    reference: str,
+    similarity: float,
+    *,
+    question: str = "",
+    entities: Collection[str] = frozenset(),
 ) -> tuple[float, dict[str, Any]]:
     """The non-LLM correctness of ``answer`` against ``reference`` and its evidence.
 
-    0 when a fact conflicts: a unit whose values all differ from the reference's ("CHF 110"
-    for "CHF 49"), or an opposite leading yes/no. Otherwise the mean of the texts' cosine
-    ``similarity`` (negatives as 0), the share of the reference's terms the answer uses (its
-    content words without a plural s, compared by their first five letters so "collect" meets
-    "collection"), and,
-    when the reference states numbers, the share of them the answer states. Similarity alone
+    0 when a fact conflicts (:func:`vitrine.rag.alignment.reference_conflicts`: a unit whose
+    values all differ from the reference's, an opposite leading yes/no, another name in place
+    of the reference's, a flipped polarity or swapped predicate in a sentence that restates the
+    reference's). Otherwise the mean of the texts' cosine ``similarity`` (negatives as 0), the
+    share of the reference's terms the answer uses (:func:`vitrine.rag.alignment.stems`), the
+    share of the answer's sentences about the reference (:func:`answer_precision`), and, when
+    the reference states numbers, the share of them the answer states. Similarity alone
     rates an on-topic answer to another question as half right; the terms and numbers do not.
     """
     got, wanted = extract_facts(answer), extract_facts(reference)
-    conflicts = quantity_conflicts(got, wanted)
-    said = _LEADING_VERDICT.match(answer)
-    expected = _LEADING_VERDICT.match(reference)
-    if expected and said and said.group(1).casefold() != expected.group(1).casefold():
-        conflicts.append(
-            f"the reference answers {expected.group(1)!r}, the answer {said.group(1)!r}"
-        )
+    conflicts = reference_conflicts(answer, reference, question=question, entities=entities)
     recall = len(wanted.values & got.values) / len(wanted.values) if wanted.values else None
-    terms = _stems(reference)
-    term_recall = len(terms & _stems(answer)) / len(terms) if terms else 1.0
+    terms = stems(reference)
+    term_recall = len(terms & stems(answer)) / len(terms) if terms else 1.0
+    precision = answer_precision(answer, reference)
     sim = max(0.0, min(1.0, similarity))
-    parts = [sim, term_recall] + ([] if recall is None else [recall])
+    parts = [sim, term_recall, precision] + ([] if recall is None else [recall])
     value = 0.0 if conflicts else sum(parts) / len(parts)
     evidence = {
         "similarity": round(sim, 4),
         "reference_terms_used": round(term_recall, 4),
+        "answer_sentences_on_reference": round(precision, 4),
         "reference_numbers_stated": None if recall is None else round(recall, 4),
         "conflicts": conflicts,
     }
@@ -234,12 +259,24 @@ def answer_correctness(
 
 
 def answer_relevancy_from_vectors(
-    question: npt.NDArray[np.float32], others: npt.NDArray[np.float32]
+    question: npt.NDArray[np.float32],
+    others: npt.NDArray[np.float32],
+    *,
+    on_topic: float | None = None,
 ) -> float:
-    """Mean cosine between the question and each other text, negatives counted as 0."""
+    """Mean cosine between the question and each other text, negatives counted as 0.
+
+    With ``on_topic`` (a cosine cut-off), the mean is weighted by the share of the texts that
+    reach it: an answer padded with sentences about other things (every retrieved chunk
+    pasted in) is not a relevant answer, however relevant its first sentence.
+    """
     if len(others) == 0:
         raise ValueError("relevancy needs at least one answer sentence or generated question")
-    return float(np.mean(np.clip(others @ question, 0.0, 1.0)))
+    cosines = others @ question
+    value = float(np.mean(np.clip(cosines, 0.0, 1.0)))
+    if on_topic is None:
+        return value
+    return value * float(np.mean(cosines >= on_topic))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -265,21 +302,62 @@ class Scorer(Protocol):
     async def score(self, item: ScoringInput) -> dict[Metric, Observation]: ...
 
 
+def is_contentless(answer: GeneratedAnswer) -> bool:
+    """An answer that did not abstain and asserts nothing: empty, blank, or a bare "Yes."."""
+    return not answer.abstained and not answer_claims(answer.answer)
+
+
 def _gaps(item: ScoringInput, forms: Mapping[Metric, Method]) -> dict[Metric, Observation]:
-    """The observations fixed by applicability and abstention alone, before any computation."""
+    """The observations fixed by the item's kind and the answer's outcome, before any
+    computation.
+
+    The metric set per item kind follows the pipelines specification: a question the pages
+    cannot answer gets faithfulness and answer relevancy (and the abstention rate), never the
+    retrieval metrics or correctness, which need a reference grounded in the pages. Declining
+    such a question asserts nothing the pages contradict: faithfulness 1; its relevancy is
+    computed like any answer's. An answer to it is scored on its sentences like any other, and
+    fails the abstention rate. An empty or contentless answer is no answer: it fails the rate
+    of its kind.
+    """
     out: dict[Metric, Observation] = {}
-    if not item.has_relevant_chunk:
-        why = "the knowledge base holds no relevant chunk for this question"
-        for metric in (Metric.CONTEXT_PRECISION, Metric.CONTEXT_RECALL, Metric.COVERAGE):
-            out[metric] = Observation.not_applicable(why, label=forms[metric])
-    else:
-        why = "the question is answerable, so abstaining is not expected of it"
-        out[Metric.ABSTENTION] = Observation.not_applicable(why, label=forms[Metric.ABSTENTION])
+
+    def fixed(metric: Metric, value: float, why: str) -> None:
+        out[metric] = Observation.measured(
+            value, value >= 1.0, evidence={"why": why}, label=forms[metric]
+        )
+
+    def absent(metrics: Iterable[Metric], why: str) -> None:
+        for metric in metrics:
+            out.setdefault(metric, Observation.not_applicable(why, label=forms[metric]))
+
     expected = not item.has_relevant_chunk
+    if expected:
+        absent(
+            (
+                Metric.CONTEXT_PRECISION,
+                Metric.CONTEXT_RECALL,
+                Metric.COVERAGE,
+                Metric.ANSWER_CORRECTNESS,
+                Metric.SOURCES_INDEXED,
+            ),
+            "the knowledge base holds no relevant chunk for this question",
+        )
+    else:
+        absent((Metric.ABSTENTION,), "the question is answerable, so abstaining is not expected")
     rate = Metric.ABSTENTION if expected else Metric.COVERAGE  # the one rate this item is in
     if item.answer.error is not None:
-        for metric in (*ANSWER_METRICS, rate):
-            out[metric] = Observation.not_measured(item.answer.error, label=forms[metric])
+        for metric in (*ANSWER_METRICS, Metric.FACT_AGREEMENT, rate):
+            out.setdefault(metric, Observation.not_measured(item.answer.error, label=forms[metric]))
+        return out
+    if is_contentless(item.answer):
+        why = "the answer is empty or asserts nothing, and did not abstain: it is no answer"
+        out[rate] = Observation.measured(
+            0.0, False, evidence={"abstained": False, "contentless": True}, label=forms[rate]
+        )
+        absent((Metric.FAITHFULNESS, Metric.FACT_AGREEMENT), "an empty answer makes no claims")
+        fixed(Metric.ANSWER_RELEVANCY, 0.0, why)
+        if not expected:
+            fixed(Metric.ANSWER_CORRECTNESS, 0.0, why)
         return out
     correct = item.answer.abstained == expected
     out[rate] = Observation.measured(
@@ -289,34 +367,83 @@ def _gaps(item: ScoringInput, forms: Mapping[Metric, Method]) -> dict[Metric, Ob
         label=forms[rate],
     )
     if item.answer.abstained:
-        why = "the answer abstained, so it makes no claims to check"
-        out[Metric.FAITHFULNESS] = Observation.not_applicable(why, label=forms[Metric.FAITHFULNESS])
-        out[Metric.ANSWER_RELEVANCY] = Observation.not_applicable(
-            why, label=forms[Metric.ANSWER_RELEVANCY]
-        )
         if expected:
-            out[Metric.ANSWER_CORRECTNESS] = Observation.not_applicable(
-                "the right answer to an unanswerable question is to abstain, which it did",
-                label=forms[Metric.ANSWER_CORRECTNESS],
+            # Relevancy is left to the formula, as for any answer: a refusal does not restate
+            # the question and scores low (RAGAS scores a noncommittal answer 0), so correct
+            # abstentions never lift a mean that answered items fail.
+            fixed(
+                Metric.FAITHFULNESS,
+                1.0,
+                "declined a question the knowledge base cannot answer: nothing ungrounded",
             )
+            absent((Metric.FACT_AGREEMENT,), "the answer abstained, so it states no fact")
         else:
-            out[Metric.ANSWER_CORRECTNESS] = Observation.measured(
-                0.0,
-                False,
-                evidence={"why": "abstained although the pages answer the question"},
-                label=forms[Metric.ANSWER_CORRECTNESS],
+            absent(
+                (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCY, Metric.FACT_AGREEMENT),
+                "the answer abstained, so it makes no claims to check",
             )
-    elif expected:
-        # Whatever it says, an answer to a question the pages cannot answer is not grounded in
-        # them: it may not count as a faithful or relevant pass on its sentences' merits.
-        for metric in ANSWER_METRICS:
-            out[metric] = Observation.measured(
-                0.0,
-                False,
-                evidence={"why": "answered a question the knowledge base cannot answer"},
-                label=forms[metric],
-            )
+            fixed(Metric.ANSWER_CORRECTNESS, 0.0, "abstained although the pages answer it")
     return out
+
+
+def sources_indexed(item: ScoringInput, indexed: Collection[str]) -> Observation:
+    """Whether every chunk the reference answer rests on is in the searched table: a knowledge
+    base missing chunks makes some answers impossible, whatever recall's mean says."""
+    label = Method.SOURCES_INDEXED.value
+    if not item.has_relevant_chunk:
+        return Observation.not_applicable(
+            "the knowledge base holds no relevant chunk for this question", label=label
+        )
+    missing = [c for c in item.relevant_ids if c not in indexed]
+    return Observation.measured(
+        0.0 if missing else 1.0,
+        not missing,
+        evidence={"missing": missing, "relevant": list(item.relevant_ids)},
+        label=label,
+    )
+
+
+def fact_agreement(
+    item: ScoringInput,
+    claim_problems_found: Sequence[Sequence[str]],
+    *,
+    entities: Collection[str],
+) -> Observation:
+    """1 when no claim contradicts the sentence it restates and (for an answerable question)
+    the answer contradicts no fact of the reference; 0 otherwise, with every problem named."""
+    conflicts = (
+        reference_conflicts(
+            item.answer.answer, item.reference, question=item.question, entities=entities
+        )
+        if item.has_relevant_chunk
+        else []
+    )
+    context = [list(p) for p in claim_problems_found]
+    wrong = bool(conflicts) or any(context)
+    return Observation.measured(
+        0.0 if wrong else 1.0,
+        not wrong,
+        evidence={"context_problems": context, "reference_conflicts": conflicts},
+        label=Method.FACT_CHECK.value,
+    )
+
+
+def context_problems(
+    item: ScoringInput, claims: Sequence[str], *, entities: Collection[str]
+) -> list[list[str]]:
+    """Per claim, its facts the cited sentence it restates does not carry."""
+    context = [s for chunk in _cited_chunks(item) for s in split_sentences(chunk.text)]
+    evidence = " ".join(context)
+    return [
+        claim_problems(
+            c,
+            align(c, context, entities),
+            evidence=evidence,
+            question=item.question,
+            entities=entities,
+        )
+        for c in claims
+    ]
 
 
 def _measured(
@@ -352,12 +479,36 @@ class HeuristicScorer:
         claim_cosine_threshold: float,
         coverage_threshold: float = 0.8,
         structural_faithfulness: bool = False,
+        entities: Collection[str] = frozenset(),
+        on_topic_threshold: float | None = None,
     ) -> None:
         self._embedder = embedder
+        # The calibrated question-passage cut-off: answer sentences below it are off the question.
+        self.on_topic_threshold = on_topic_threshold
         self._thresholds = thresholds
         self.claim_cosine_threshold = claim_cosine_threshold
         self.coverage_threshold = coverage_threshold
         self.structural_faithfulness = structural_faithfulness
+        self.entities = frozenset(entities)  # the knowledge base's names
+
+    @classmethod
+    def calibrated(
+        cls,
+        embedder: TextEmbedder,
+        thresholds: RagThresholds,
+        *,
+        structural_faithfulness: bool = False,
+        entities: Collection[str] = frozenset(),
+    ) -> HeuristicScorer:
+        """The scorer with every cut-off a thresholds file fixes."""
+        return cls(
+            embedder,
+            thresholds.metrics,
+            claim_cosine_threshold=thresholds.claim_cosine_threshold,
+            structural_faithfulness=structural_faithfulness,
+            entities=entities,
+            on_topic_threshold=thresholds.relevance_threshold,
+        )
 
     @property
     def forms(self) -> Mapping[Metric, Method]:
@@ -373,6 +524,8 @@ class HeuristicScorer:
             Metric.CONTEXT_RECALL: Method.CHUNK_ID_RECALL,
             Metric.ABSTENTION: Method.ABSTENTION,
             Metric.COVERAGE: Method.COVERAGE,
+            Metric.FACT_AGREEMENT: Method.FACT_CHECK,
+            Metric.SOURCES_INDEXED: Method.SOURCES_INDEXED,
         }
 
     async def score(self, item: ScoringInput) -> dict[Metric, Observation]:
@@ -398,14 +551,9 @@ class HeuristicScorer:
                 Method.CHUNK_ID_RECALL,
                 {"found": found, "missing": [c for c in item.relevant_ids if c not in found]},
             )
-        if all(metric in out for metric in ANSWER_METRICS):
+        if all(metric in out for metric in (*ANSWER_METRICS, Metric.FACT_AGREEMENT)):
             return out
         claims = answer_claims(item.answer.answer)
-        if not claims:
-            why = "the answer is empty although it did not abstain"
-            for metric in ANSWER_METRICS:
-                out.setdefault(metric, Observation.not_applicable(why, label=forms[metric]))
-            return out
         context = [s for chunk in _cited_chunks(item) for s in split_sentences(chunk.text)]
         vectors = self._embedder.embed(
             [item.question, item.answer.answer, item.reference, *claims, *context]
@@ -413,15 +561,21 @@ class HeuristicScorer:
         question_vec, answer_vec, reference_vec = vectors[0], vectors[1], vectors[2]
         claim_vecs = vectors[3 : 3 + len(claims)]
         context_vecs = vectors[3 + len(claims) :]
-        if Metric.FAITHFULNESS not in out:
-            support = claim_support(
-                claims,
-                claim_vecs,
-                context,
-                context_vecs,
-                cosine_threshold=self.claim_cosine_threshold,
-                coverage_threshold=self.coverage_threshold,
+        support = claim_support(
+            claims,
+            claim_vecs,
+            context,
+            context_vecs,
+            cosine_threshold=self.claim_cosine_threshold,
+            coverage_threshold=self.coverage_threshold,
+            question=item.question,
+            entities=self.entities,
+        )
+        if Metric.FACT_AGREEMENT not in out:
+            out[Metric.FACT_AGREEMENT] = fact_agreement(
+                item, [s.problems for s in support], entities=self.entities
             )
+        if Metric.FAITHFULNESS not in out:
             value = sum(s.supported for s in support) / len(support)
             out[Metric.FAITHFULNESS] = _measured(
                 Metric.FAITHFULNESS,
@@ -439,14 +593,24 @@ class HeuristicScorer:
         if Metric.ANSWER_RELEVANCY not in out:
             out[Metric.ANSWER_RELEVANCY] = _measured(
                 Metric.ANSWER_RELEVANCY,
-                answer_relevancy_from_vectors(question_vec, claim_vecs),
+                answer_relevancy_from_vectors(
+                    question_vec, claim_vecs, on_topic=self.on_topic_threshold
+                ),
                 t,
                 Method.SENTENCE_RELEVANCY,
-                {"sentences": len(claims)},
+                {
+                    "sentences": len(claims),
+                    "question_cosine": [round(float(v @ question_vec), 4) for v in claim_vecs],
+                    "on_topic_cut": self.on_topic_threshold,
+                },
             )
         if Metric.ANSWER_CORRECTNESS not in out:
             value, evidence = answer_correctness(
-                item.answer.answer, item.reference, float(answer_vec @ reference_vec)
+                item.answer.answer,
+                item.reference,
+                float(answer_vec @ reference_vec),
+                question=item.question,
+                entities=self.entities,
             )
             out[Metric.ANSWER_CORRECTNESS] = _measured(
                 Metric.ANSWER_CORRECTNESS, value, t, Method.REFERENCE_CORRECTNESS, evidence
@@ -506,11 +670,13 @@ class LlmScorer:
         thresholds: Mapping[Metric, float],
         *,
         generated_questions: int = 3,
+        entities: Collection[str] = frozenset(),
     ) -> None:
         self._judge = judge
         self._embedder = embedder
         self._thresholds = thresholds
         self._questions = generated_questions
+        self.entities = frozenset(entities)
         self.judge_calls = 0
 
     @property
@@ -527,6 +693,9 @@ class LlmScorer:
             Metric.CONTEXT_RECALL: Method.LLM_RECALL,
             Metric.ABSTENTION: Method.ABSTENTION,
             Metric.COVERAGE: Method.COVERAGE,
+            # No judge call: the sentence-aligned check is the same in both forms.
+            Metric.FACT_AGREEMENT: Method.FACT_CHECK,
+            Metric.SOURCES_INDEXED: Method.SOURCES_INDEXED,
         }
 
     async def _ask(self, name: str, prompt: str, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -566,6 +735,13 @@ class LlmScorer:
         for metric, compute in steps.items():
             if metric not in out:
                 out[metric] = await self._guarded(metric, compute, item)
+        if Metric.FACT_AGREEMENT not in out:
+            claims = answer_claims(item.answer.answer)
+            out[Metric.FACT_AGREEMENT] = fact_agreement(
+                item,
+                context_problems(item, claims, entities=self.entities),
+                entities=self.entities,
+            )
         return out
 
     def _context(self, item: ScoringInput) -> str:

@@ -24,7 +24,14 @@ from vitrine.outcomes import (
 from vitrine.rag.dataset import DatasetItem, RagThresholds
 from vitrine.rag.embeddings import TextEmbedder
 from vitrine.rag.generator import GeneratedAnswer, Generator
-from vitrine.rag.metrics import Metric, MetricAggregate, Scorer, ScoringInput, aggregate
+from vitrine.rag.metrics import (
+    Metric,
+    MetricAggregate,
+    Scorer,
+    ScoringInput,
+    aggregate,
+    sources_indexed,
+)
 from vitrine.rag.vectorstore import RetrievedChunk, VectorStore
 
 __all__ = [
@@ -103,6 +110,7 @@ async def evaluate(
     """
     started = time.perf_counter()
     retrievals = retrieve([i.question for i in items], embedder, store, table, top_k, exact=exact)
+    indexed = frozenset(store.ids(table))
     gate = asyncio.Semaphore(concurrency)
     done = 0
 
@@ -111,17 +119,17 @@ async def evaluate(
         async with gate:
             answer = await generator.generate(item.question, retrieval.chunks)
             progress(done, len(items), f"{item.id} answered")
-            scores = await scorer.score(
-                ScoringInput(
-                    item.id,
-                    item.question,
-                    item.reference_answer,
-                    item.relevant_chunk_ids,
-                    item.has_relevant_chunk,
-                    retrieval.chunks,
-                    answer,
-                )
+            scoring = ScoringInput(
+                item.id,
+                item.question,
+                item.reference_answer,
+                item.relevant_chunk_ids,
+                item.has_relevant_chunk,
+                retrieval.chunks,
+                answer,
             )
+            scores = await scorer.score(scoring)
+            scores.setdefault(Metric.SOURCES_INDEXED, sources_indexed(scoring, indexed))
         done += 1
         progress(done, len(items), f"{item.id} scored")
         return ItemResult(item, retrieval, answer, scores)
