@@ -30,7 +30,8 @@ from vitrine_shop.evals.invariants import (
     leaks_prompt,
 )
 from vitrine_shop.prompts import system_prompt
-from vitrine_shop.workflow.stages import code_paths
+from vitrine_shop.workflow import attempts
+from vitrine_shop.workflow.stages import code_paths, messages
 
 Plant = Callable[[pytest.MonkeyPatch], None]
 
@@ -581,3 +582,85 @@ def _one_call_past_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_bug_planted_in_a_lookup_gate_or_budget_is_seen(monkeypatch, plant, rule):
     plant(monkeypatch)
     assert _fresh_sweep_rules().get(rule, 0) > 0
+
+
+# -- the workflow under a model that breaks stage replies ---------------------------------------
+
+
+def _stage_rules() -> Counter[str]:
+    """The invariants' rules over the workflow whose stage replies are broken at random."""
+    from vitrine_shop.evals.exploration import _explorative_workflow_arm, stage_definition
+    from vitrine_shop.evals.invariants import response_violations
+
+    arm = _explorative_workflow_arm(_fresh_services)
+
+    async def run() -> Counter[str]:
+        found: Counter[str] = Counter()
+        for case in stage_definition().cases:
+            try:
+                response = await arm.respond(case)
+            except Exception:  # the gate counts a shop that raises as failed, so do we
+                found["crashed"] += 1
+                continue
+            request = ShopRequest.from_case_input(case.input)
+            found.update(v.rule for v in response_violations(response, request))
+        return found
+
+    return asyncio.run(run())
+
+
+def _fresh_services() -> operations.ShopServices:
+    from vitrine_shop.arms import shared_services
+
+    base = shared_services()
+    shop = operations.ShopServices(base.catalogue, base.personas, base.embedder, base.clock)
+    shop.use_vectors(base.vectors)
+    return shop
+
+
+def test_the_workflow_survives_broken_stage_replies_and_counts_them_truly():
+    assert _stage_rules() == Counter()
+
+
+def _unchecked(check: str) -> Plant:
+    def plant(monkeypatch: pytest.MonkeyPatch) -> None:
+        checks = dict(messages._REFERENCE_CHECKS)
+        checks[check] = lambda output, payload: None
+        monkeypatch.setattr(messages, "_REFERENCE_CHECKS", checks)
+
+    plant.__name__ = f"{check}_reply_unchecked"
+    return plant
+
+
+def _empty_reply_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = messages.parse_stage_output
+
+    def parse(stage: str, text: str | None, payload: Any) -> dict[str, Any]:
+        if not text or not text.strip():
+            return code_paths.stage_code_path(stage, payload)
+        return original(stage, text, payload)
+
+    monkeypatch.setattr(messages, "parse_stage_output", parse)
+    monkeypatch.setattr(attempts, "parse_stage_output", parse)
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        _unchecked("Ranker"),
+        _unchecked("Presenter"),
+        _unchecked("InterestMapper"),
+        _unchecked("CoverageReviewer"),
+        _empty_reply_accepted,
+    ],
+    ids=lambda p: p.__name__,
+)
+def test_a_bug_planted_in_the_workflows_stage_checks_is_seen(monkeypatch, plant):
+    plant(monkeypatch)
+    assert sum(_stage_rules().values()) > 0
+
+
+def test_a_code_path_answer_its_own_screen_blocks_is_seen(monkeypatch):
+    # The customer's request is quoted back with the product code they typed, in lower case.
+    monkeypatch.setattr(code_paths, "SKU_ANY_CASE", re.compile(r"\bGLX-\d{4}\b"))
+    assert _violations(("zero-model-workflow",)).get("self-blocked", 0) > 0

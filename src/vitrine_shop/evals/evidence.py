@@ -36,6 +36,7 @@ from vitrine_shop.evals.exploration import (
     CARELESS_KEY,
     EXPLORATION_KEY,
     SESSION_KEY,
+    STAGES_KEY,
     Plan,
     exploration_plan,
     observe_exploration,
@@ -120,6 +121,7 @@ class EvidenceRuns:
     desk: list[RunResult] = field(default_factory=list)
     population: list[RunResult] = field(default_factory=list)
     careless: list[RunResult] = field(default_factory=list)
+    stages: list[RunResult] = field(default_factory=list)
 
 
 def _falsified(section: BenchmarkSection) -> BenchmarkSection:
@@ -173,6 +175,7 @@ async def produce_evidence(
         kept = {
             EXPLORATION_KEY: runs.exploration,
             CARELESS_KEY: runs.careless,
+            STAGES_KEY: runs.stages,
             SESSION_KEY: runs.sessions,
             DESK_KEY: runs.desk,
             POPULATION_KEY: runs.population,

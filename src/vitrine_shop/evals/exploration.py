@@ -20,6 +20,7 @@ carried over), whose answers must equal the shared arm's word for word.
 from __future__ import annotations
 
 import functools
+import zlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
@@ -51,11 +52,13 @@ from vitrine_shop.evals.population import population_definition, population_serv
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.scripted.explorer import ATTEMPTS, ExplorativeShopModel
+from vitrine_shop.scripted.stage_explorer import ExplorativeStageModel
 from vitrine_shop.workflow import ShopWorkflow
 
 __all__ = [
     "EXPLORATION_KEY",
     "INVARIANT_CHECK",
+    "STAGES_KEY",
     "exploration_arms",
     "exploration_cases",
     "exploration_definition",
@@ -66,6 +69,7 @@ __all__ = [
 EXPLORATION_KEY = "vitrine-exploration"
 SESSION_KEY = "vitrine-new-session"
 CARELESS_KEY = "vitrine-careless-answers"
+STAGES_KEY = "vitrine-broken-stage-replies"
 EXPLORER_SEED = 0
 SHARED_ARM = "scripted-agent"
 FRESH_ARM = "scripted-agent-new-session"
@@ -254,6 +258,20 @@ def exploration_definition() -> BenchmarkDefinition:
 
 
 @functools.cache
+def stage_definition() -> BenchmarkDefinition:
+    """Every other exploration case, for the workflow whose stage replies are broken at
+    random: each case draws its own breaks, so half the cases still meet every kind."""
+    return BenchmarkDefinition(
+        STAGES_KEY,
+        "1.0.0",
+        list(exploration_cases()[::2]),
+        [invariant_check()],
+        bindings={"explorer_seed": EXPLORER_SEED, "break_rate": 0.5},
+        description="The workflow with stage replies broken out of contract, held to its census",
+    )
+
+
+@functools.cache
 def careless_definition() -> BenchmarkDefinition:
     return BenchmarkDefinition(
         CARELESS_KEY,
@@ -309,6 +327,21 @@ def _workflow_arm(services: ServicesFactory, arm_id: str = "zero-model-workflow"
     return Arm(arm_id, subject, {"architecture": "workflow", "model": None})
 
 
+def _explorative_workflow_arm(services: ServicesFactory) -> Arm:
+    """The workflow with a model that breaks a seeded share of stage replies out of contract:
+    its parser, checks, retries and fallbacks decide, and its census must say what happened."""
+
+    async def subject(case: Case) -> SubjectResponse:
+        model = ExplorativeStageModel(seed=zlib.crc32(case.id.encode()) ^ EXPLORER_SEED)
+        response = await ShopWorkflow(model, services()).answer(
+            ShopRequest.from_case_input(case.input)
+        )
+        structured = {**response.structured, "stage_explorer": list(model.explorer.log)}
+        return replace(response, structured=structured)
+
+    return Arm("explorative-workflow", subject, {"architecture": "workflow", "explorative": True})
+
+
 def _fresh(base: ShopServices) -> ShopServices:
     # A new session: the same data and embedder, none of the caches a previous customer filled.
     shop = ShopServices(base.catalogue, base.personas, base.embedder, base.clock)
@@ -341,6 +374,7 @@ def exploration_plan(services: ServicesFactory = shared_services) -> Plan:
     return (
         *((exploration_definition(), arm) for arm in explorers),
         (careless_definition(), _agent_arm("careless-explorer", services, explore=True)),
+        (stage_definition(), _explorative_workflow_arm(services)),
         # The scenario cases share last messages across customers (the cohort's question):
         # one served assistant must still answer each customer as the agent does.
         (

@@ -45,6 +45,7 @@ from vitrine import AdmittedCheck, Case, ChanceFloor, Observation, SubjectRespon
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product, Purchase
+from vitrine_shop.evals.census_oracle import census_problems
 from vitrine_shop.evals.interest_oracle import interest_map_problems
 from vitrine_shop.evals.ranking_oracle import Semantics, ranking_problems
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
@@ -1003,6 +1004,17 @@ def response_violations(
     """The answer's and every recorded tool output's violations, in that order."""
     world = world or World.shipped()
     found = answer_violations(response.answer or "", request, world)
+    structured = response.structured
+    if structured.get("architecture") == "workflow" and structured.get("withheld"):
+        # The workflow's last resort is its own code path: its screen blocking that is the
+        # shop contradicting itself, and the customer is left with no answer.
+        found.append(Violation("self-blocked", "the screen withheld the code path's own answer"))
+    log = structured.get("stage_explorer")
+    if isinstance(log, Sequence) and isinstance(structured.get("stage_visits"), Mapping):
+        found += [
+            Violation("census", problem)
+            for problem in census_problems(log, structured["stage_visits"])
+        ]
     raw = response.structured.get("tool_outputs")
     if isinstance(raw, Sequence):
         outputs = [ToolOutput.from_dict(o) for o in raw if isinstance(o, Mapping)]

@@ -95,6 +95,7 @@ async def _produce(request: EvidenceRequest[ShopUnderTest]) -> Evidence:
             ("data invariants, new session", runs.sessions, FRESH_ARM),
             ("front desk contract", runs.desk, SERVED_ARM),
             ("careless answers", runs.careless, "careless-explorer"),
+            ("broken stage replies", runs.stages, "explorative-workflow"),
             ("data invariants, generated customers", runs.population, "population-agent"),
         ),
     )

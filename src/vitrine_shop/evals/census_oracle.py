@@ -1,0 +1,57 @@
+"""What the workflow's census of stage attempts must say, from what its model actually did.
+
+The explorative stage model (:mod:`vitrine_shop.scripted.stage_explorer`) logs which attempts
+it broke. A broken reply is never usable, a sound one always is, and a visit stops at its first
+usable reply; so the log alone says, per stage visit, how many attempts there were, how many
+were unusable, and whether the visit was measured, recovered or answered by the code path.
+The census the workflow hands over must agree, and a stage the model answered must have been
+counted at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["census_problems"]
+
+
+def _expected(attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    broken = sum(1 for a in attempts if a.get("broken"))
+    sound = len(attempts) - broken
+    if sound and attempts[-1].get("broken"):
+        return {"status": "out of order"}  # a visit went on after a usable reply
+    status = ("measured" if len(attempts) == 1 else "recovered") if sound else "final_fallback"
+    return {"attempts": len(attempts), "unusable": broken, "status": status}
+
+
+def census_problems(
+    log: Sequence[Mapping[str, Any]], visits: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[str]:
+    """Where the census (``stage_visits``) departs from the model's own log."""
+    by_visit: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    for entry in log:
+        by_visit.setdefault((str(entry["stage"]), int(entry["visit"])), []).append(entry)
+    recorded = {
+        (stage, int(v.get("visit", 0))): v
+        for stage, entries in visits.items()
+        for v in entries
+        if isinstance(v, Mapping)
+    }
+    problems = []
+    for (stage, visit), attempts in sorted(by_visit.items()):
+        want = _expected(sorted(attempts, key=lambda a: int(a["attempt"])))
+        got = recorded.get((stage, visit))
+        if got is None:
+            problems.append(f"{stage} visit {visit} was asked but has no census")
+            continue
+        differ = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+        if differ:
+            said = ", ".join(
+                f"{k} {g!r} where the model's log gives {w!r}" for k, (g, w) in differ.items()
+            )
+            problems.append(f"{stage} visit {visit}: {said}")
+    for stage, visit in sorted(set(recorded) - set(by_visit)):
+        if recorded[(stage, visit)].get("responses"):
+            problems.append(f"{stage} visit {visit} counts replies the model never gave")
+    return problems

@@ -1,0 +1,174 @@
+"""A seeded model for the workflow's stages that sometimes answers out of contract.
+
+The scripted model answers each stage with that stage's own code path, so the workflow's
+defences against a bad reply (its parser, each stage's checks, retries, the code-path
+fallback, the census of attempts) never see one. This model answers the same way, except that
+a seeded share of attempts are broken on purpose, each in a way the stage's contract forbids:
+text that is no JSON, a missing or extra field, a SKU that is not a candidate, evidence the
+customer never produced, a pick or an item twice, a gap naming no interest, a verdict that
+contradicts its gaps, a SKU in the prose that was never ranked.
+
+It keeps a log of what it did to each attempt, so an oracle can hold the workflow's census to
+the truth: an attempt the model broke must not be counted usable, and a visit whose every
+attempt was broken must have been answered by the code path.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+from vitrine.providers.base import ChatCompletion, ChatRequest
+from vitrine_shop.scripted.model import ScriptedShopModel
+from vitrine_shop.workflow.stages import (
+    COVERAGE_REVIEWER,
+    INTEREST_MAPPER,
+    PRESENTER,
+    RANKER,
+    stage_code_path,
+    stage_payload,
+)
+
+__all__ = ["BREAKS", "ExplorativeStageModel", "StageExplorer"]
+
+_STRANGER = "GLX-0000"  # a well-formed code no payload ever carries
+Output = dict[str, Any]
+Break = Callable[[Output], Output | str | None]  # None: this break does not apply here
+
+
+def _first(output: Output, key: str) -> list[Any] | None:
+    items = output.get(key)
+    return items if isinstance(items, list) and items else None
+
+
+def _twice(key: str) -> Break:
+    def broken(output: Output) -> Output | None:
+        items = _first(output, key)
+        return None if items is None else {**output, key: [*items, items[0]]}
+
+    return broken
+
+
+def _stranger_in(key: str, field: str) -> Break:
+    def broken(output: Output) -> Output | None:
+        items = _first(output, key)
+        if items is None:
+            return None
+        return {**output, key: [{**items[0], field: _STRANGER}, *items[1:]]}
+
+    return broken
+
+
+def _foreign_evidence(output: Output) -> Output | None:
+    items = _first(output, "interests")
+    if items is None:
+        return None
+    cited = [*items[0].get("evidence_skus", []), _STRANGER][-12:]
+    return {**output, "interests": [{**items[0], "evidence_skus": cited}, *items[1:]]}
+
+
+def _contradicted_verdict(output: Output) -> Output:
+    # Covered exactly when no gap remains: the verdict below says the opposite of its gaps.
+    return {**output, "covered": bool(output.get("gaps"))}
+
+
+def _unknown_gap(output: Output) -> Output:
+    gap = {"interest": "an interest nobody mapped", "search_query": "anything at all"}
+    return {**output, "covered": False, "gaps": [*output.get("gaps", []), gap][-6:]}
+
+
+def _stray_code_in_prose(output: Output) -> Output:
+    return {**output, "closing": f"You might also like {_STRANGER}."}
+
+
+def _missing_field(output: Output) -> Output:
+    return dict(list(output.items())[1:])
+
+
+def _extra_field(output: Output) -> Output:
+    return {**output, "note": "an extra field the schema forbids"}
+
+
+def _prose(output: Output) -> str:
+    return "Here is what I found for you: " + ", ".join(map(str, output))
+
+
+_GENERIC: dict[str, Break] = {
+    "no-json": _prose,
+    "empty": lambda output: "",
+    "missing-field": _missing_field,
+    "extra-field": _extra_field,
+}
+
+#: Every way each stage's reply is broken, by name.
+BREAKS: dict[str, dict[str, Break]] = {
+    INTEREST_MAPPER: {
+        **_GENERIC,
+        "foreign-evidence": _foreign_evidence,
+        "label-twice": _twice("interests"),
+    },
+    COVERAGE_REVIEWER: {
+        **_GENERIC,
+        "contradicted-verdict": _contradicted_verdict,
+        "unknown-gap": _unknown_gap,
+    },
+    RANKER: {
+        **_GENERIC,
+        "not-a-candidate": _stranger_in("picks", "sku"),
+        "pick-twice": _twice("picks"),
+    },
+    PRESENTER: {
+        **_GENERIC,
+        "unranked-item": _stranger_in("items", "sku"),
+        "item-twice": _twice("items"),
+        "stray-code": _stray_code_in_prose,
+    },
+}
+
+
+class StageExplorer:
+    """Answers each stage attempt with its code path, or (at ``rate``) that answer broken by
+    one of the stage's breaks, drawn from ``seed`` and the attempt's place; ``log`` says which
+    attempts were broken, and how."""
+
+    def __init__(self, seed: int, rate: float = 0.5) -> None:
+        self._seed = seed
+        self._rate = rate
+        self._attempts: dict[tuple[str, int], int] = {}
+        self.log: list[dict[str, Any]] = []
+
+    def reply(self, stage: str, request: ChatRequest) -> str:
+        payload = stage_payload(request)
+        visit = int(payload.get("visit", 1))
+        attempt = self._attempts.get((stage, visit), 0) + 1
+        self._attempts[(stage, visit)] = attempt
+        valid: Output = stage_code_path(stage, payload)
+        rng = random.Random(f"{self._seed}:{stage}:{visit}:{attempt}")
+        broken: Output | str | None = None
+        kind = None
+        if rng.random() < self._rate:
+            kinds = BREAKS[stage]
+            for kind in rng.sample(sorted(kinds), len(kinds)):
+                broken = kinds[kind](copy.deepcopy(valid))
+                if broken is not None:
+                    break
+        self.log.append({"stage": stage, "visit": visit, "attempt": attempt, "broken": kind})
+        if broken is None:
+            self.log[-1]["broken"] = None
+            return json.dumps(valid, ensure_ascii=False)
+        return broken if isinstance(broken, str) else json.dumps(broken, ensure_ascii=False)
+
+
+class ExplorativeStageModel(ScriptedShopModel):
+    """The scripted model, with every workflow stage answered through a :class:`StageExplorer`.
+    One instance per trial: its log is that trial's."""
+
+    def __init__(self, seed: int, rate: float = 0.5) -> None:
+        super().__init__()
+        self.explorer = StageExplorer(seed, rate)
+
+    def _stage(self, request: ChatRequest) -> ChatCompletion:
+        return self._completion(self.explorer.reply(request.purpose, request))
