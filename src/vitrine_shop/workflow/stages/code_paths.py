@@ -37,12 +37,10 @@ def _bounded(text: str, limit: int) -> str:
 
 def _topic(label: str) -> str:
     """``"Outdoor & Hiking: Rain Jackets"`` becomes ``"Outdoor & Hiking (rain jackets)"``."""
-    department, _, categories = label.partition(": ")
-    if categories:
-        return f"{department} ({categories.lower()})"
     # A label taken from the request is the customer's own text: a product code in it is not
-    # repeated back, since naming an owned product's code offers it again.
-    return SKU_ANY_CASE.sub("that product", label)
+    # repeated back (in any letter case), since naming an owned product's code offers it again.
+    department, _, categories = SKU_ANY_CASE.sub("that product", label).partition(": ")
+    return f"{department} ({categories.lower()})" if categories else department
 
 
 def _map_interests(payload: Mapping[str, Any]) -> dict[str, Any]:
