@@ -15,12 +15,12 @@ DATASET_PATH = _DATA / "rag_eval_dataset.json"
 THRESHOLDS_PATH = _DATA / "rag_thresholds.json"
 
 
-def _embedder() -> TextEmbedder:
+def _embedder(cache_dir: Path | None = None) -> TextEmbedder:
     # Imported here: the embeddings module pulls numpy and the catalogue, which `vitrine rag
     # --help` must not pay for.
     from vitrine_shop.embeddings import MiniLMEmbedder  # noqa: PLC0415
 
-    return MiniLMEmbedder()
+    return MiniLMEmbedder(cache_dir)
 
 
 RAG = RagComponent(

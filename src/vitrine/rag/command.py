@@ -30,6 +30,7 @@ from vitrine.commandline import (
     print_error,
     run_command,
 )
+from vitrine.rag.database import DatabaseUnavailable
 from vitrine.vocabulary import ExitCode, MeasurementState, Status
 
 if TYPE_CHECKING:
@@ -55,6 +56,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if not 1 <= value <= 50:
         raise argparse.ArgumentTypeError(f"top-K must be between 1 and 50, got {value}")
+    return value
+
+
+def _ef_search(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"ef_search must be between 1 and 1000, got {value}")
     return value
 
 
@@ -131,6 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exact nearest-neighbour search instead of the HNSW index",
     )
+    evaluate.add_argument(
+        "--ef-search",
+        type=_ef_search,
+        default=None,
+        metavar="N",
+        help="HNSW candidate list size per query (pgvector's hnsw.ef_search, default 40): "
+        "larger is slower and nearer exact; benchmarks/rag.py prints recall@K against exact",
+    )
     evaluate.add_argument("--thresholds", metavar="PATH", type=Path, help="thresholds file to read")
     evaluate.add_argument("--json-report", metavar="PATH", type=Path, help="also write JSON here")
     evaluate.add_argument("--html-report", metavar="PATH", type=Path, help="also write HTML here")
@@ -177,6 +196,9 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandRefusal(
             "interrupted: the live table was left as it was", INFRASTRUCTURE
         ) from None
+    except DatabaseUnavailable as exc:
+        # The database went away mid-run (stopped, restarted, network): one line, exit 4.
+        raise CommandRefusal(str(exc), INFRASTRUCTURE) from None
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -236,6 +258,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     )
     from vitrine.redact import describe_exception
     from vitrine.store import resolve_root
+    from vitrine.store.naming import cache_dir
 
     mode = EmbeddingMode(args.embedding_mode)
     prod: ProdEmbeddingConfig | None = None
@@ -253,17 +276,18 @@ def _setup(args: argparse.Namespace) -> _Setup:
         kb = load_knowledge_base(component.knowledge_dir)
     except (OSError, ValueError) as exc:
         raise CommandRefusal(f"knowledge base: {describe_exception(exc)}") from None
+    root = resolve_root(args.output)
     embedder: TextEmbedder
     if prod is not None:
         embedder = OpenAIEmbedder(prod)
     else:
         try:
-            embedder = component.dev_embedder()
+            # The vector cache lives under the store root, so --output moves it too.
+            embedder = component.dev_embedder(cache_dir("embeddings", root))
         except Exception as exc:
             raise CommandRefusal(
                 f"the dev embedder is unavailable: {describe_exception(exc)}", INFRASTRUCTURE
             ) from None
-    root = resolve_root(args.output)
     return _Setup(component, mode, table_for_mode(mode), root, kb, embedder)
 
 
@@ -384,13 +408,24 @@ def _evaluate(args: argparse.Namespace) -> int:
             setup.embedder, thresholds, structural_faithfulness=structural, entities=entities
         )
     provenance = _provenance(thresholds, items)
-    print(
-        f"{PROG}: judging {len(items)} {args.items} items "
-        f"({'exact' if args.exact else 'HNSW'} search, top-{top_k}); {provenance}",
-        flush=True,
-    )
     with _open_store(setup) as store:
         _load(setup, store)
+        # What the planner runs, not what was asked for: said in the line and the report.
+        plan = store.scan(
+            setup.table,
+            setup.embedder.embed([items[0].question])[0],
+            top_k,
+            exact=args.exact,
+            ef_search=args.ef_search,
+        )
+        search = "exact search (sequential scan)" if args.exact else f"HNSW search ({plan}"
+        if not args.exact:
+            search += f", ef_search {args.ef_search or 'default 40'})"
+        print(
+            f"{PROG}: judging {len(items)} {args.items} items ({search}, top-{top_k}); "
+            f"{provenance}",
+            flush=True,
+        )
         outcome = asyncio.run(
             evaluate(
                 items,
@@ -402,6 +437,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                 scorer=scorer,
                 thresholds=thresholds,
                 exact=args.exact,
+                ef_search=args.ef_search,
                 progress=_progress_printer(len(items), live is not None),
             )
         )
@@ -439,6 +475,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                 "statement": provenance,
             },
             "search": "exact" if args.exact else "hnsw",
+            "search_plan": {"scan": plan, "ef_search": args.ef_search, "described": search},
             "thresholds": thresholds.to_dict(),
             "interval_method": next(iter(outcome.aggregates.values())).interval_method,
         },

@@ -9,14 +9,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from vitrine.rag.dataset import RagThresholds
 from vitrine.rag.embeddings import TextEmbedder
 from vitrine.rag.generator import ExtractiveGenerator, Generator
 
-__all__ = ["GeneratorFactory", "RagComponent", "extractive_generator"]
+__all__ = ["EmbedderFactory", "GeneratorFactory", "RagComponent", "extractive_generator"]
 
 GeneratorFactory = Callable[[TextEmbedder, RagThresholds], Generator]
+
+
+class EmbedderFactory(Protocol):
+    """Builds the dev embedder; ``cache_dir`` is where its vector cache goes (the command's
+    store root, so ``--output`` moves it), None for the embedder's own default."""
+
+    def __call__(self, cache_dir: Path | None = None) -> TextEmbedder: ...
 
 
 def extractive_generator(embedder: TextEmbedder, thresholds: RagThresholds) -> Generator:
@@ -30,5 +38,5 @@ class RagComponent:
     knowledge_dir: Path
     dataset_path: Path
     thresholds_path: Path
-    dev_embedder: Callable[[], TextEmbedder]
+    dev_embedder: EmbedderFactory
     default_generator: GeneratorFactory = extractive_generator

@@ -78,12 +78,13 @@ def retrieve(
     top_k: int,
     *,
     exact: bool = False,
+    ef_search: int | None = None,
 ) -> list[Retrieval]:
     vectors = embedder.embed(list(questions))
     out = []
     for vector in vectors:
         started = time.perf_counter()
-        chunks = store.search(table, vector, top_k, exact=exact)
+        chunks = store.search(table, vector, top_k, exact=exact, ef_search=ef_search)
         out.append(Retrieval(tuple(chunks), time.perf_counter() - started))
     return out
 
@@ -100,6 +101,7 @@ async def evaluate(
     thresholds: RagThresholds,
     concurrency: int = 4,
     exact: bool = False,
+    ef_search: int | None = None,
     progress: Callable[[int, int, str], None] = lambda done, total, event: None,
 ) -> EvalOutcome:
     """Answer and score ``items``.
@@ -109,7 +111,9 @@ async def evaluate(
     model takes minutes per call still shows it is moving.
     """
     started = time.perf_counter()
-    retrievals = retrieve([i.question for i in items], embedder, store, table, top_k, exact=exact)
+    retrievals = retrieve(
+        [i.question for i in items], embedder, store, table, top_k, exact=exact, ef_search=ef_search
+    )
     indexed = frozenset(store.ids(table))
     gate = asyncio.Semaphore(concurrency)
     done = 0

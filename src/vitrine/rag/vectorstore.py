@@ -97,19 +97,24 @@ class VectorStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
-        with self._conn.transaction():
+        with _unavailable_on_connection_loss(), self._conn.transaction():
             yield self._conn
+
+    def _execute(self, query: str, params: tuple[Any, ...] = ()) -> Any:
+        with _unavailable_on_connection_loss():
+            return self._conn.execute(query, params)
 
     def info(self, table: str) -> TableInfo | None:
         """What the live table holds, or None when it does not exist."""
         name = _checked(table)
-        row = self._conn.execute(
-            "SELECT obj_description(to_regclass(%s), 'pg_class'), to_regclass(%s) IS NOT NULL",
-            (name, name),
-        ).fetchone()
-        if row is None or not row[1]:
-            return None
-        count = self._conn.execute(f'SELECT count(*) FROM "{name}"').fetchone()
+        with _unavailable_on_connection_loss():
+            row = self._conn.execute(
+                "SELECT obj_description(to_regclass(%s), 'pg_class'), to_regclass(%s) IS NOT NULL",
+                (name, name),
+            ).fetchone()
+            if row is None or not row[1]:
+                return None
+            count = self._conn.execute(f'SELECT count(*) FROM "{name}"').fetchone()
         meta = json.loads(row[0]) if row[0] else {}
         return TableInfo(
             name,
@@ -195,16 +200,16 @@ class VectorStore:
         return count
 
     def drop(self, table: str) -> None:
-        self._conn.execute(f'DROP TABLE IF EXISTS "{_checked(table)}"')
+        self._execute(f'DROP TABLE IF EXISTS "{_checked(table)}"')
 
     def ids(self, table: str) -> list[str]:
-        rows = self._conn.execute(f'SELECT id FROM "{_checked(table)}" ORDER BY id').fetchall()
+        rows = self._execute(f'SELECT id FROM "{_checked(table)}" ORDER BY id').fetchall()
         return [str(r[0]) for r in rows]
 
     def rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row in id order (for idempotence checks and debugging)."""
         return list(
-            self._conn.execute(
+            self._execute(
                 f"SELECT id, source, reference, ordinal, content, content_hash, embedding::text "
                 f'FROM "{_checked(table)}" ORDER BY id'
             ).fetchall()
@@ -223,18 +228,37 @@ class VectorStore:
             f'FROM "{name}" ORDER BY {order} LIMIT %s'
         )
 
+    def _planner(
+        self, conn: psycopg.Connection[Any], *, exact: bool, ef_search: int | None
+    ) -> None:
+        """Session settings of one search: exact scans every row; the approximate search is
+        made to use the HNSW index (on a small table the planner would otherwise pick a
+        sequential scan, and "HNSW search" would be a label, not what ran)."""
+        if exact:
+            conn.execute("SET LOCAL enable_indexscan = off")
+            return
+        conn.execute("SET LOCAL enable_seqscan = off")
+        if ef_search is not None:
+            conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+
     def search(
-        self, table: str, vector: npt.NDArray[np.float32], top_k: int, *, exact: bool = False
+        self,
+        table: str,
+        vector: npt.NDArray[np.float32],
+        top_k: int,
+        *,
+        exact: bool = False,
+        ef_search: int | None = None,
     ) -> list[RetrievedChunk]:
         """The ``top_k`` nearest chunks by cosine distance, nearest first.
 
-        By default through the HNSW index (approximate, as users run it); ``exact`` scans every
-        row, the reference the index's recall is measured against.
+        By default through the HNSW index (approximate, as users run it; ``ef_search`` is the
+        size of its candidate list, pgvector's default 40); ``exact`` scans every row, the
+        reference the index's recall is measured against.
         """
         query = self._query(table, top_k, exact=exact)
         with self._transaction() as conn:
-            if exact:
-                conn.execute("SET LOCAL enable_indexscan = off")
+            self._planner(conn, exact=exact, ef_search=ef_search)
             rows = conn.execute(query, (vector, vector, top_k)).fetchall()
         return [
             RetrievedChunk(str(r[0]), str(r[1]), str(r[2]), str(r[3]), float(r[4]), rank)
@@ -242,15 +266,49 @@ class VectorStore:
         ]
 
     def explain(
-        self, table: str, vector: npt.NDArray[np.float32], top_k: int, *, exact: bool = False
+        self,
+        table: str,
+        vector: npt.NDArray[np.float32],
+        top_k: int,
+        *,
+        exact: bool = False,
+        ef_search: int | None = None,
     ) -> str:
         """PostgreSQL's plan for :meth:`search`, to show which scan serves it."""
         query = self._query(table, top_k, exact=exact)
         with self._transaction() as conn:
-            if exact:
-                conn.execute("SET LOCAL enable_indexscan = off")
+            self._planner(conn, exact=exact, ef_search=ef_search)
             rows = conn.execute(f"EXPLAIN {query}", (vector, vector, top_k)).fetchall()
         return "\n".join(str(r[0]) for r in rows)
+
+    def scan(
+        self,
+        table: str,
+        vector: npt.NDArray[np.float32],
+        top_k: int,
+        *,
+        exact: bool = False,
+        ef_search: int | None = None,
+    ) -> str:
+        """What the planner runs for :meth:`search`: "HNSW index scan" or "sequential scan"."""
+        plan = self.explain(table, vector, top_k, exact=exact, ef_search=ef_search)
+        return (
+            "HNSW index scan" if f"{_checked(table)}_embedding_idx" in plan else ("sequential scan")
+        )
+
+
+@contextmanager
+def _unavailable_on_connection_loss() -> Iterator[None]:
+    """A lost or refused connection is the database being unavailable (infrastructure, exit
+    4), never an error of the data: the server stopped, the network dropped, it restarts."""
+    import psycopg
+
+    try:
+        yield
+    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        raise DatabaseUnavailable(
+            f"the database connection failed: {describe_exception(exc)}"
+        ) from exc
 
 
 def _checked(table: str) -> str:

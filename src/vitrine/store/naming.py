@@ -41,13 +41,14 @@ def resolve_root(output: str | os.PathLike[str] | None = None) -> Path:
     return Path.cwd() / ".vitrine"
 
 
-def cache_dir(kind: str) -> Path:
+def cache_dir(kind: str, root: Path | None = None) -> Path:
     """Where the cache of ``kind`` lives: ``$VITRINE_CACHE_DIR/kind``, else ``cache/kind`` under
-    the store root the environment names (``$VITRINE_HOME``, else ``./.vitrine``)."""
+    ``root`` (a command's ``--output``) or the store root the environment names
+    (``$VITRINE_HOME``, else ``./.vitrine``)."""
     explicit = os.environ.get(CACHE_ENV, "").strip()
     if explicit:
         return Path(os.path.expanduser(explicit)) / kind  # noqa: PTH111 (as resolve_root)
-    return resolve_root() / "cache" / kind
+    return (root if root is not None else resolve_root()) / "cache" / kind
 
 
 # The folders a store keeps its runs and indexes in: a file in their place is damage, not an
