@@ -664,3 +664,61 @@ def test_a_code_path_answer_its_own_screen_blocks_is_seen(monkeypatch):
     # The customer's request is quoted back with the product code they typed, in lower case.
     monkeypatch.setattr(code_paths, "SKU_ANY_CASE", re.compile(r"\bGLX-\d{4}\b"))
     assert _violations(("zero-model-workflow",)).get("self-blocked", 0) > 0
+
+
+def _praise_only_at_four_and_a_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.ShopServices.review_digest
+
+    def digest(self: operations.ShopServices, sku: str) -> dict[str, Any]:
+        found = original(self, sku)
+        rating = self.catalogue.by_sku(sku).rating_average
+        if found["digest"] == "consistently well rated" and rating != 4.5:
+            found = {**found, "digest": "well rated"}
+        return found
+
+    monkeypatch.setattr(operations.ShopServices, "review_digest", digest)
+
+
+def _one_similar_item_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.ShopServices.similar
+
+    def similar(self: operations.ShopServices, sku: str, limit: int = 5) -> Any:
+        return original(self, sku, limit)[: max(limit - 1, 1)]
+
+    monkeypatch.setattr(operations.ShopServices, "similar", similar)
+
+
+def _complements_without_the_semantic_fill(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.ShopServices.complements
+
+    def complements(self: operations.ShopServices, sku: str, limit: int = 5) -> Any:
+        return [h for h in original(self, sku, limit) if h.match == "compat"]
+
+    monkeypatch.setattr(operations.ShopServices, "complements", complements)
+
+
+@pytest.mark.parametrize(
+    ("plant", "rule"),
+    [
+        (_praise_only_at_four_and_a_half, "tool-contract"),
+        (_one_similar_item_short, "ranking"),
+        (_complements_without_the_semantic_fill, "ranking"),
+    ],
+    ids=lambda p: getattr(p, "__name__", p),
+)
+def test_a_bug_planted_in_a_digest_or_a_lookups_length_is_seen(monkeypatch, plant, rule):
+    plant(monkeypatch)
+    assert _fresh_sweep_rules().get(rule, 0) > 0
+
+
+def test_a_census_that_hands_over_a_stages_first_visit_is_seen(monkeypatch):
+    from vitrine_shop.workflow import graph
+
+    def first_visits(self: graph.WorkflowRecord) -> tuple[Any, ...]:
+        first: dict[str, Any] = {}
+        for visit in self.visits:
+            first.setdefault(visit.stage, visit.census)
+        return tuple(first[s] for s in graph.MODEL_STAGES if s in first)
+
+    monkeypatch.setattr(graph.WorkflowRecord, "stage_censuses", first_visits)
+    assert _stage_rules().get("census", 0) > 0

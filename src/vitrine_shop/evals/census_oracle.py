@@ -13,7 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["census_problems"]
+__all__ = ["census_problems", "handed_census_problems"]
+
+# How bad each ending of a stage visit is: the census a workflow hands over keeps, per stage,
+# its worst visit (vitrine's stage census semantics), the later one of equals.
+_SEVERITY = ("measured", "recovered", "final_fallback", "unrecovered", "cancelled")
 
 
 def _expected(attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -54,4 +58,28 @@ def census_problems(
     for stage, visit in sorted(set(recorded) - set(by_visit)):
         if recorded[(stage, visit)].get("responses"):
             problems.append(f"{stage} visit {visit} counts replies the model never gave")
+    return problems
+
+
+def handed_census_problems(
+    handed: Sequence[Mapping[str, Any]], visits: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[str]:
+    """Where the per-stage census handed to the harness is not each stage's worst visit."""
+    problems = []
+    given = {str(c.get("stage")): c for c in handed}
+    for stage, entries in visits.items():
+        ranked = [v for v in entries if v.get("status") in _SEVERITY]
+        if not ranked:
+            continue
+        worst = max(enumerate(ranked), key=lambda iv: (_SEVERITY.index(iv[1]["status"]), iv[0]))[1]
+        got = given.get(stage)
+        if got is None:
+            problems.append(f"{stage} ran but is missing from the census handed over")
+        elif (got.get("status"), got.get("attempts")) != (worst["status"], worst["attempts"]):
+            problems.append(
+                f"{stage} is handed over as {got.get('status')} after {got.get('attempts')} "
+                f"attempt(s), its worst visit was {worst['status']} after {worst['attempts']}"
+            )
+    for stage in sorted(set(given) - set(visits)):
+        problems.append(f"{stage} is in the census handed over but never ran")
     return problems

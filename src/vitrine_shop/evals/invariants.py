@@ -45,7 +45,7 @@ from vitrine import AdmittedCheck, Case, ChanceFloor, Observation, SubjectRespon
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product, Purchase
-from vitrine_shop.evals.census_oracle import census_problems
+from vitrine_shop.evals.census_oracle import census_problems, handed_census_problems
 from vitrine_shop.evals.interest_oracle import interest_map_problems
 from vitrine_shop.evals.ranking_oracle import Semantics, ranking_problems
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
@@ -684,23 +684,48 @@ def _tool_output_violations(
     return found
 
 
-_WELL_RATED = re.compile(r"(?i)\bwell rated\b")
-_POORLY_RATED = re.compile(r"(?i)\bpoorly rated\b")
+# The rating scale a review digest speaks in: each band's words, and the averages it covers
+# once there are enough ratings to argue from. The digest must name its product's band.
+_RATING_BANDS: tuple[tuple[float, str], ...] = (
+    (4.5, "consistently well rated"),
+    (4.0, "well rated"),
+    (3.0, "mixed"),
+    (float("-inf"), "poorly rated"),
+)
+
+
+def _rating_band(rating: float | None, count: int) -> str:
+    if rating is None or count == 0:
+        return "no ratings"
+    if count < _COLD_START_RATINGS:
+        return "too few"
+    return next(words for floor, words in _RATING_BANDS if rating >= floor)
 
 
 def _digest_violations(data: Mapping[str, Any], world: World) -> list[Violation]:
-    """What a review digest says must follow from the ratings: praise needs at least 4.0 over
-    enough ratings, "poorly rated" an average under 3.0."""
+    """What a review digest says must follow from the ratings: the words of the band its
+    average falls in, "no ratings" or "too few" only when that is so."""
     product = world.catalogue.get(str(data.get("sku")))
-    digest = str(data.get("digest") or "")
+    digest = str(data.get("digest") or "").casefold()
     if product is None:
         return []
-    rating, count = product.rating_average, product.rating_count or 0
-    praised = _WELL_RATED.search(digest) is not None
-    if praised and (rating is None or rating < 4.0 or count < _COLD_START_RATINGS):
-        return [_contract("get_review_digest", f"{product.sku} is called well rated at {rating}")]
-    if _POORLY_RATED.search(digest) and (rating is None or rating >= 3.0):
-        return [_contract("get_review_digest", f"{product.sku} is called poorly rated at {rating}")]
+    band = _rating_band(product.rating_average, product.rating_count or 0)
+    said = [
+        words
+        for words in ("no ratings", "too few", *(w for _, w in _RATING_BANDS))
+        if re.search(rf"\b{words}\b", digest)
+    ]
+    # "well rated" is inside "consistently well rated": the longer band is the claim.
+    if "consistently well rated" in said:
+        said.remove("well rated")
+    if said != [band]:
+        return [
+            _contract(
+                "get_review_digest",
+                f"{product.sku} ({product.rating_average} over {product.rating_count}) is "
+                f"described as {digest!r}, its ratings are {band!r}",
+            )
+        ]
     return []
 
 
@@ -820,7 +845,9 @@ def _ranking_violations(
             return name == "find_similar" or world.products[other].leaf_category != leaf
 
         listed = {str(p.get("sku")) for p in products if p.get("match") == "compat"}
-        problems = ranking_problems(products, scores, admitted, skip=listed | {sku})
+        limit = args.get("limit")
+        room = limit - len(listed) if isinstance(limit, int) else None
+        problems = ranking_problems(products, scores, admitted, skip=listed | {sku}, room=room)
         if name == "find_complements":
             problems += _declared_first(products, product, args.get("limit"), world)
     return [Violation("ranking", f"{name}: {problem}") for problem in problems]
@@ -1014,6 +1041,12 @@ def response_violations(
         found += [
             Violation("census", problem)
             for problem in census_problems(log, structured["stage_visits"])
+        ]
+    if isinstance(structured.get("stage_visits"), Mapping):
+        handed = [c.to_dict() for c in response.stages or ()]
+        found += [
+            Violation("census", problem)
+            for problem in handed_census_problems(handed, structured["stage_visits"])
         ]
     raw = response.structured.get("tool_outputs")
     if isinstance(raw, Sequence):

@@ -72,9 +72,11 @@ def ranking_problems(
     scores: Mapping[str, float],
     admitted: Callable[[str], bool],
     skip: Collection[str] = (),
+    room: int | None = None,
 ) -> list[str]:
     """Where the served semantic hits (``skip``: SKUs listed before them on other grounds)
-    depart from the best admissible products by the vectors' own scores."""
+    depart from the best admissible products by the vectors' own scores; with ``room``, how
+    many there must be (fewer only when fewer are admissible)."""
     hits = [h for h in served if h.get("match", "semantic") == "semantic"]
     skus = [str(h.get("sku")) for h in hits]
     problems = []
@@ -85,7 +87,8 @@ def ranking_problems(
             not isinstance(score, int | float) or abs(score - expected) > _SLACK
         ):
             problems.append(f"{sku} is scored {score}, its vectors give {expected}")
-    best = _best(scores, lambda s: s not in skip and admitted(s), len(skus))
+    wanted = len(skus) if room is None else max(room, len(skus))
+    best = _best(scores, lambda s: s not in skip and admitted(s), wanted)
     if skus != best:
         problems.append(f"served {skus}, the best by the vectors are {best}")
     return problems
