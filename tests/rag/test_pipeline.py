@@ -132,6 +132,31 @@ def test_prod_mode_without_a_key_exits_4_and_writes_nothing(
     assert not (tmp_path / "home").exists()
 
 
+@pytest.mark.parametrize("command", ["ingest", "eval", "calibrate"])
+def test_prod_embeddings_are_a_paid_lane_that_needs_confirmation(
+    command, monkeypatch, tmp_path, capsys
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("VITRINE_PROVIDER_COST", raising=False)
+    monkeypatch.setenv("VITRINE_HOME", str(tmp_path / "home"))
+    assert main([command, "--embedding-mode", "prod"]) == 2
+    err = capsys.readouterr().err
+    assert "paid service; add --confirm-paid" in err and "Traceback" not in err
+    assert not (tmp_path / "home").exists()
+
+
+def test_anthropic_generates_when_configured_and_confirmed(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("VITRINE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert main(["eval", "--provider", "anthropic"]) == 4
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-key")
+    assert main(["eval", "--provider", "anthropic"]) == 2
+    assert "add --confirm-paid" in capsys.readouterr().err
+    assert not (tmp_path / "home").exists()
+
+
 @pytest.mark.parametrize(
     "argv", [["eval", "--top-k", "0"], ["eval", "--embedding-mode", "test"], ["nope"], []]
 )

@@ -101,7 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
             default="dev",
             help="dev: the suite's local model (table knowledge_chunks_dev); prod: an "
             "OpenAI-compatible endpoint (OPENAI_API_KEY, OPENAI_BASE_URL, "
-            "VITRINE_EMBEDDING_MODEL; table knowledge_chunks)",
+            "VITRINE_EMBEDDING_MODEL; table knowledge_chunks). A paid endpoint needs "
+            "--confirm-paid",
+        )
+        sub.add_argument(
+            "--confirm-paid",
+            action="store_true",
+            help="allow a paid service (a --provider model, or --embedding-mode prod)",
         )
         add_store_option(sub)
 
@@ -126,7 +132,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --provider, still score with the non-LLM metric forms",
     )
-    evaluate.add_argument("--confirm-paid", action="store_true", help="allow a paid provider")
     evaluate.add_argument(
         "--items",
         choices=("judged", "calibration", "all"),
@@ -263,10 +268,18 @@ def _setup(args: argparse.Namespace) -> _Setup:
     mode = EmbeddingMode(args.embedding_mode)
     prod: ProdEmbeddingConfig | None = None
     if mode is EmbeddingMode.PROD:
+        from vitrine.providers.config import provider_is_free
+
         try:
             prod = ProdEmbeddingConfig.from_env()
         except EmbeddingConfigError as exc:
             raise CommandRefusal(str(exc), INFRASTRUCTURE) from None
+        _require_confirmation(
+            not provider_is_free("openai"),
+            args,
+            f"--embedding-mode prod embeds every chunk and question with {prod.model} at "
+            f"{prod.base_url}, a paid service",
+        )
     component = load_suite_or_refuse(args.suite, "rag")
     if not isinstance(component, RagComponent):
         raise CommandRefusal(
@@ -360,11 +373,20 @@ def _thresholds(args: argparse.Namespace, setup: _Setup) -> RagThresholds:
         raise CommandRefusal(f"{exc}; run `vitrine rag calibrate`") from None
 
 
+def _require_confirmation(paid: bool, args: argparse.Namespace, what: str) -> None:
+    """The one cost rule of ``vitrine rag``: whatever moves a run onto a paid service (a
+    --provider model, prod embeddings) is refused before anything runs unless --confirm-paid
+    was given. A service declared free (``--provider local``, ``VITRINE_PROVIDER_COST=free``)
+    needs no confirmation."""
+    if paid and not args.confirm_paid:
+        raise CommandRefusal(f"{what}; add --confirm-paid")
+
+
 def _live_models(args: argparse.Namespace) -> tuple[Any, Any] | None:
     """(generator model, judge model) for --provider, refused before anything is written."""
     if args.provider is None:
-        if args.model or args.confirm_paid or args.non_llm_metrics:
-            raise CommandRefusal("--model, --confirm-paid and --non-llm-metrics need --provider")
+        if args.model or args.non_llm_metrics:
+            raise CommandRefusal("--model and --non-llm-metrics need --provider")
         return None
     from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
 
@@ -372,11 +394,12 @@ def _live_models(args: argparse.Namespace) -> tuple[Any, Any] | None:
     state = readiness(config)
     if not state.ready:
         raise CommandRefusal(state.reason, INFRASTRUCTURE)
-    if state.paid and not args.confirm_paid:
-        raise CommandRefusal(
-            f"{state.reason}: this calls a paid service (one answer plus up to 5 judge calls "
-            "per item; --limit bounds the items); add --confirm-paid"
-        )
+    _require_confirmation(
+        state.paid,
+        args,
+        f"{state.reason}: this calls a paid service (one answer plus up to 5 judge calls per "
+        "item; --limit bounds the items)",
+    )
     judge = None if args.non_llm_metrics else create_chat_model(config, "judge")
     return create_chat_model(config, "subject"), judge
 
