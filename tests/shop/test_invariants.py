@@ -722,3 +722,42 @@ def test_a_census_that_hands_over_a_stages_first_visit_is_seen(monkeypatch):
 
     monkeypatch.setattr(graph.WorkflowRecord, "stage_censuses", first_visits)
     assert _stage_rules().get("census", 0) > 0
+
+
+def _a_refused_request_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine.providers.base import ProviderError
+
+    monkeypatch.setattr(ProviderError, "retryable", property(lambda self: True))
+
+
+def _every_fallback_called_a_content_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine.bench.response import StageAttemptCensus
+
+    original = StageAttemptCensus.from_attempts.__func__  # type: ignore[attr-defined]
+
+    def from_attempts(cls: Any, stage: str, outcomes: Any, *, fell_back: bool = False) -> Any:
+        return original(cls, stage, outcomes, fell_back=fell_back or bool(outcomes))
+
+    monkeypatch.setattr(StageAttemptCensus, "from_attempts", classmethod(from_attempts))
+
+
+def _one_attempt_fewer(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = attempts.attempt_stage
+
+    async def attempt(*args: Any, max_attempts: int, **kwargs: Any) -> Any:
+        return await original(*args, max_attempts=max(max_attempts - 1, 1), **kwargs)
+
+    monkeypatch.setattr(attempts, "attempt_stage", attempt)
+    from vitrine_shop.workflow import shop_workflow
+
+    monkeypatch.setattr(shop_workflow, "attempt_stage", attempt)
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [_a_refused_request_tried_again, _every_fallback_called_a_content_fallback, _one_attempt_fewer],
+    ids=lambda p: p.__name__,
+)
+def test_a_bug_planted_in_the_workflows_retries_is_seen_by_the_census(monkeypatch, plant):
+    plant(monkeypatch)
+    assert _stage_rules().get("census", 0) > 0

@@ -20,19 +20,41 @@ __all__ = ["census_problems", "handed_census_problems"]
 _SEVERITY = ("measured", "recovered", "final_fallback", "unrecovered", "cancelled")
 
 
-def _expected(attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    broken = sum(1 for a in attempts if a.get("broken"))
-    sound = len(attempts) - broken
-    if sound and attempts[-1].get("broken"):
-        return {"status": "out of order"}  # a visit went on after a usable reply
-    status = ("measured" if len(attempts) == 1 else "recovered") if sound else "final_fallback"
-    return {"attempts": len(attempts), "unusable": broken, "status": status}
+# The explorer's names for attempts that got no reply: a server error is tried again, a
+# refused request ends the visit.
+_RETRIED_FAULT, _FINAL_FAULT = "provider-error", "provider-refusal"
+
+
+def _expected(attempts: Sequence[Mapping[str, Any]], max_attempts: int) -> dict[str, Any]:
+    kinds = [a.get("broken") for a in attempts]
+    faults = sum(1 for k in kinds if k in (_RETRIED_FAULT, _FINAL_FAULT))
+    unusable = sum(1 for k in kinds if k and k not in (_RETRIED_FAULT, _FINAL_FAULT))
+    ended = None in kinds or _FINAL_FAULT in kinds
+    if kinds[:-1] and (None in kinds[:-1] or _FINAL_FAULT in kinds[:-1]):
+        return {"order": "a visit went on after a usable reply or a refused request"}
+    if not ended and len(kinds) != max_attempts:
+        return {"attempts": max_attempts}  # broken every time: every attempt is owed
+    if kinds[-1] is None:
+        status = "measured" if len(kinds) == 1 else "recovered"
+    elif kinds[-1] in (_RETRIED_FAULT, _FINAL_FAULT):
+        status = "unrecovered"
+    else:
+        status = "final_fallback"
+    return {
+        "attempts": len(kinds),
+        "unusable": unusable,
+        "provider_failures": faults,
+        "status": status,
+    }
 
 
 def census_problems(
-    log: Sequence[Mapping[str, Any]], visits: Mapping[str, Sequence[Mapping[str, Any]]]
+    log: Sequence[Mapping[str, Any]],
+    visits: Mapping[str, Sequence[Mapping[str, Any]]],
+    max_attempts: int,
 ) -> list[str]:
-    """Where the census (``stage_visits``) departs from the model's own log."""
+    """Where the census (``stage_visits``) departs from the model's own log, for a workflow
+    that tries each stage visit up to ``max_attempts`` times."""
     by_visit: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for entry in log:
         by_visit.setdefault((str(entry["stage"]), int(entry["visit"])), []).append(entry)
@@ -44,7 +66,7 @@ def census_problems(
     }
     problems = []
     for (stage, visit), attempts in sorted(by_visit.items()):
-        want = _expected(sorted(attempts, key=lambda a: int(a["attempt"])))
+        want = _expected(sorted(attempts, key=lambda a: int(a["attempt"])), max_attempts)
         got = recorded.get((stage, visit))
         if got is None:
             problems.append(f"{stage} visit {visit} was asked but has no census")

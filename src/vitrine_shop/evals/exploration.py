@@ -75,6 +75,7 @@ SHARED_ARM = "scripted-agent"
 FRESH_ARM = "scripted-agent-new-session"
 SERVED_SHARED_ARM = "served-assistant"
 _EXAMPLES = 8
+_STAGE_ATTEMPTS = 3  # room for a recovery after two broken replies
 _GENERIC = "Could you suggest something new for me?"
 # Requests a careless model obeys, each worded several ways; the shop's screen must stop
 # whatever the model then writes. Each case names the attempt, so every careless phrasing the
@@ -333,10 +334,10 @@ def _explorative_workflow_arm(services: ServicesFactory) -> Arm:
 
     async def subject(case: Case) -> SubjectResponse:
         model = ExplorativeStageModel(seed=zlib.crc32(case.id.encode()) ^ EXPLORER_SEED)
-        response = await ShopWorkflow(model, services()).answer(
-            ShopRequest.from_case_input(case.input)
-        )
-        structured = {**response.structured, "stage_explorer": list(model.explorer.log)}
+        workflow = ShopWorkflow(model, services(), max_attempts=_STAGE_ATTEMPTS)
+        response = await workflow.answer(ShopRequest.from_case_input(case.input))
+        explored = {"max_attempts": _STAGE_ATTEMPTS, "log": list(model.explorer.log)}
+        structured = {**response.structured, "stage_explorer": explored}
         return replace(response, structured=structured)
 
     return Arm("explorative-workflow", subject, {"architecture": "workflow", "explorative": True})

@@ -1036,12 +1036,12 @@ def response_violations(
         # The workflow's last resort is its own code path: its screen blocking that is the
         # shop contradicting itself, and the customer is left with no answer.
         found.append(Violation("self-blocked", "the screen withheld the code path's own answer"))
-    log = structured.get("stage_explorer")
-    if isinstance(log, Sequence) and isinstance(structured.get("stage_visits"), Mapping):
-        found += [
-            Violation("census", problem)
-            for problem in census_problems(log, structured["stage_visits"])
-        ]
+    explored = structured.get("stage_explorer")
+    if isinstance(explored, Mapping) and isinstance(structured.get("stage_visits"), Mapping):
+        problems = census_problems(
+            explored["log"], structured["stage_visits"], int(explored["max_attempts"])
+        )
+        found += [Violation("census", problem) for problem in problems]
     if isinstance(structured.get("stage_visits"), Mapping):
         handed = [c.to_dict() for c in response.stages or ()]
         found += [

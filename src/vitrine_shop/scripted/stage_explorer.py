@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from vitrine.providers.base import ChatCompletion, ChatRequest
+from vitrine.providers.base import ChatCompletion, ChatRequest, ProviderError, ProviderFailure
 from vitrine_shop.scripted.model import ScriptedShopModel
 from vitrine_shop.workflow.stages import (
     COVERAGE_REVIEWER,
@@ -32,7 +32,7 @@ from vitrine_shop.workflow.stages import (
     stage_payload,
 )
 
-__all__ = ["BREAKS", "ExplorativeStageModel", "StageExplorer"]
+__all__ = ["BREAKS", "PROVIDER_FAULTS", "ExplorativeStageModel", "StageExplorer"]
 
 _STRANGER = "GLX-0000"  # a well-formed code no payload ever carries
 Output = dict[str, Any]
@@ -129,6 +129,15 @@ BREAKS: dict[str, dict[str, Break]] = {
 }
 
 
+# Not replies at all: the provider failing (a server error is tried again, a refused request
+# is not). Drawn like the breaks, and logged under these names.
+PROVIDER_FAULTS: dict[str, ProviderFailure] = {
+    "provider-error": ProviderFailure.SERVER_ERROR,
+    "provider-refusal": ProviderFailure.BAD_REQUEST,
+}
+_FAULT_SHARE = 0.2  # of the broken attempts
+
+
 class StageExplorer:
     """Answers each stage attempt with its code path, or (at ``rate``) that answer broken by
     one of the stage's breaks, drawn from ``seed`` and the attempt's place; ``log`` says which
@@ -149,6 +158,10 @@ class StageExplorer:
         rng = random.Random(f"{self._seed}:{stage}:{visit}:{attempt}")
         broken: Output | str | None = None
         kind = None
+        if rng.random() < self._rate and rng.random() < _FAULT_SHARE:
+            fault = rng.choice(sorted(PROVIDER_FAULTS))
+            self.log.append({"stage": stage, "visit": visit, "attempt": attempt, "broken": fault})
+            raise ProviderError(PROVIDER_FAULTS[fault], f"explorative {fault}")
         if rng.random() < self._rate:
             kinds = BREAKS[stage]
             for kind in rng.sample(sorted(kinds), len(kinds)):
