@@ -113,6 +113,16 @@ def test_the_embedding_cache_follows_output(database, monkeypatch, tmp_path):
     assert not (tmp_path / ".vitrine").exists()
 
 
+def test_the_specifications_database_variable_is_an_alias(monkeypatch, tmp_path):
+    from vitrine.rag.database import DATABASE_URL_ALIAS, database_url
+
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    monkeypatch.setenv(DATABASE_URL_ALIAS, DEAD)
+    assert database_url(tmp_path) == DEAD
+    monkeypatch.setenv(DATABASE_URL_ENV, "postgresql://own/db")
+    assert database_url(tmp_path) == "postgresql://own/db"  # vitrine's own name wins
+
+
 def test_a_store_root_path_keeps_its_cache_beside_it(tmp_path: Path, monkeypatch):
     from vitrine.store.naming import cache_dir
 

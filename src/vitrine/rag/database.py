@@ -1,6 +1,7 @@
 """Where the vectors live: a user's PostgreSQL, else an embedded one started from ``pgserver``.
 
-``VITRINE_DATABASE_URL`` wins when set. Otherwise a real PostgreSQL server (with pgvector) runs
+``VITRINE_DATABASE_URL`` wins when set (``RAGAS_DB_URL``, the pipelines specification's name,
+is read when it is not). Otherwise a real PostgreSQL server (with pgvector) runs
 from the ``pgserver`` package with its data directory in ``<store root>/pg``: started once per
 process and reused by every later call, stopped when the last process using that data directory
 exits (pgserver keeps a per-directory list of live client processes for that). A second process
@@ -21,6 +22,7 @@ from vitrine.errors import VitrineError
 from vitrine.redact import describe_exception
 
 __all__ = [
+    "DATABASE_URL_ALIAS",
     "DATABASE_URL_ENV",
     "DatabaseUnavailable",
     "database_url",
@@ -30,6 +32,8 @@ __all__ = [
 ]
 
 DATABASE_URL_ENV = "VITRINE_DATABASE_URL"
+# The pipelines specification's name for the same setting, read when vitrine's own is unset.
+DATABASE_URL_ALIAS = "RAGAS_DB_URL"
 
 _servers: dict[Path, Any] = {}
 _lock = threading.Lock()
@@ -40,8 +44,12 @@ class DatabaseUnavailable(RuntimeError, VitrineError):
 
 
 def database_url(store_root: Path) -> str:
-    """The connection URL: the user's database, else the embedded server under the store."""
-    explicit = os.environ.get(DATABASE_URL_ENV, "").strip()
+    """The connection URL: the user's database (``VITRINE_DATABASE_URL``, else the
+    specification's ``RAGAS_DB_URL``), else the embedded server under the store."""
+    explicit = (
+        os.environ.get(DATABASE_URL_ENV, "").strip()
+        or os.environ.get(DATABASE_URL_ALIAS, "").strip()
+    )
     if explicit:
         return explicit
     return embedded_server_url(store_root / "pg")
