@@ -11,9 +11,10 @@ The cost boundary is fail-closed, as in the evaluation plans:
   also needs ``--confirm-paid``. A free one (``--provider local``, or an OpenAI-compatible
   server declared ``VITRINE_PROVIDER_COST=free``) needs no confirmation.
 - ``--real-vectors`` embeds the catalogue with the model now instead of reading the shipped
-  vectors, and ``--rebuild-embeddings`` rewrites the shipped vectors. Both would need
-  ``--confirm-paid`` with a paid embedding service; the shop embeds with the packaged
-  all-MiniLM-L6-v2 model on this machine, which costs nothing, so neither asks.
+  vectors, and ``--rebuild-embeddings`` rewrites the shipped vectors. Both change the cost
+  lane, so both need ``--confirm-paid`` as the protocol requires (vitrine's one rule,
+  :func:`vitrine.cost.confirmation_refusal`), although the packaged all-MiniLM-L6-v2 model
+  they run costs nothing.
 
 Exit codes: 0 answered, 2 bad arguments, 4 the model or a provider was not available.
 """
@@ -80,7 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plain", action="store_true", help="plain text, no colours or tables")
     live = parser.add_argument_group("live model (fail-closed)")
     live.add_argument("--live", action="store_true", help="answer with a configured model")
-    live.add_argument("--confirm-paid", action="store_true", help="allow a paid provider")
+    live.add_argument(
+        "--confirm-paid",
+        action="store_true",
+        help="allow a paid provider, --real-vectors or --rebuild-embeddings",
+    )
     live.add_argument("--provider", choices=("openai", "azure", "local"))
     live.add_argument("--model", metavar="NAME", help="model, deployment or GGUF file")
     vectors = parser.add_argument_group("embeddings")
@@ -147,6 +152,8 @@ def _scenario_of(persona_id: str) -> str:
 
 
 def _check_cost_flags(args: argparse.Namespace) -> None:
+    from vitrine.cost import confirmation_refusal
+
     live_only = [
         flag
         for flag, given in (
@@ -156,6 +163,24 @@ def _check_cost_flags(args: argparse.Namespace) -> None:
         )
         if given
     ]
+    embedding = [
+        flag
+        for flag, given in (
+            ("--real-vectors", args.real_vectors),
+            ("--rebuild-embeddings", args.rebuild_embeddings),
+        )
+        if given
+    ]
+    refusal = confirmation_refusal(
+        f"with {' and '.join(embedding)} the catalogue is embedded by the model instead of read "
+        f"from the shipped vectors, another cost lane ({EMBEDDING_COST})",
+        paid=bool(embedding),
+        confirmed=args.confirm_paid,
+    )
+    if refusal is not None:
+        raise _Usage(refusal)
+    if embedding and not args.live:
+        live_only = [flag for flag in live_only if flag != "--confirm-paid"]
     if live_only and not args.live:
         # A provider flag without --live would otherwise be silently ignored: the answer would
         # come from the scripted model while the operator believes a real one answered.
@@ -165,16 +190,20 @@ def _check_cost_flags(args: argparse.Namespace) -> None:
 
 
 def _live_model(args: argparse.Namespace) -> ChatModel:
+    from vitrine.cost import confirmation_refusal
     from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
 
     local_model = args.model if args.provider == "local" else None
     model_name = None if args.provider == "local" else args.model
     config = ProviderConfig.from_env(args.provider, model=model_name, local_model=local_model)
-    if config.paid and not args.confirm_paid:
-        raise _Usage(
-            f"--live with {config.provider} calls a paid model service: add --confirm-paid "
-            "(a local model, --provider local, costs nothing and needs no confirmation)"
-        )
+    refusal = confirmation_refusal(
+        f"--live with {config.provider} calls a paid model service (a local model, --provider "
+        "local, costs nothing and needs no confirmation)",
+        paid=config.paid,
+        confirmed=args.confirm_paid,
+    )
+    if refusal is not None:
+        raise _Usage(refusal)
     state = readiness(config)
     if not state.ready:
         raise _Infra(f"the {config.provider} provider is not ready: {state.reason}")

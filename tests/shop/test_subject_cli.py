@@ -71,6 +71,27 @@ def test_a_paid_live_provider_needs_confirmation_and_readiness(monkeypatch, caps
     assert out == ""  # nothing answered, nothing substituted offline
 
 
+@pytest.mark.parametrize("flag", ["--real-vectors", "--rebuild-embeddings"])
+def test_live_embedding_flags_change_the_cost_lane_and_need_confirmation(flag, capsys):
+    from vitrine_shop.embeddings import SHIPPED_VECTORS_PATH
+
+    before = SHIPPED_VECTORS_PATH.stat().st_mtime_ns
+    code, out, err = run(["1", flag], capsys)
+    assert code == 2 and f"with {flag} the catalogue is embedded" in err
+    assert "add --confirm-paid" in err and out == ""
+    assert SHIPPED_VECTORS_PATH.stat().st_mtime_ns == before  # nothing rewritten
+
+
+def test_the_one_cost_rule():
+    from vitrine.cost import confirmation_refusal
+
+    assert confirmation_refusal("x calls a paid service", paid=True, confirmed=False) == (
+        "x calls a paid service; add --confirm-paid"
+    )
+    assert confirmation_refusal("x", paid=True, confirmed=True) is None
+    assert confirmation_refusal("x", paid=False, confirmed=False) is None
+
+
 def test_the_module_runs_as_a_program():
     result = subprocess.run(
         [sys.executable, "-m", "vitrine_shop", "--list"],

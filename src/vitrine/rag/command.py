@@ -374,12 +374,13 @@ def _thresholds(args: argparse.Namespace, setup: _Setup) -> RagThresholds:
 
 
 def _require_confirmation(paid: bool, args: argparse.Namespace, what: str) -> None:
-    """The one cost rule of ``vitrine rag``: whatever moves a run onto a paid service (a
-    --provider model, prod embeddings) is refused before anything runs unless --confirm-paid
-    was given. A service declared free (``--provider local``, ``VITRINE_PROVIDER_COST=free``)
-    needs no confirmation."""
-    if paid and not args.confirm_paid:
-        raise CommandRefusal(f"{what}; add --confirm-paid")
+    """vitrine's one cost rule (:func:`vitrine.cost.confirmation_refusal`): a paid --provider
+    model or prod embeddings are refused before anything runs unless --confirm-paid."""
+    from vitrine.cost import confirmation_refusal
+
+    refusal = confirmation_refusal(what, paid=paid, confirmed=args.confirm_paid)
+    if refusal is not None:
+        raise CommandRefusal(refusal)
 
 
 def _live_models(args: argparse.Namespace) -> tuple[Any, Any] | None:
