@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from vitrine_shop import agent as agent_module
 from vitrine_shop import interests, memory, operations, screen, tools
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.exploration import (
@@ -761,3 +762,56 @@ def _one_attempt_fewer(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_bug_planted_in_the_workflows_retries_is_seen_by_the_census(monkeypatch, plant):
     plant(monkeypatch)
     assert _stage_rules().get("census", 0) > 0
+
+
+def _cut_short_rules() -> Counter[str]:
+    from vitrine_shop.evals.exploration import _cut_short_arm, cut_short_definition
+    from vitrine_shop.evals.invariants import response_violations
+
+    arm = _cut_short_arm(_fresh_services)
+
+    async def run() -> Counter[str]:
+        found: Counter[str] = Counter()
+        for case in cut_short_definition().cases:
+            response = await arm.respond(case)
+            request = ShopRequest.from_case_input(case.input)
+            found.update(v.rule for v in response_violations(response, request))
+        return found
+
+    return asyncio.run(run())
+
+
+def test_an_agent_cut_short_says_so_and_offers_nothing_it_did_not_present():
+    assert _cut_short_rules() == Counter()
+
+
+def _the_wrong_limit_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = agent_module._bounded_answer
+
+    def bounded(run: Any, toolbox: Any) -> str:
+        text = original(run, toolbox)
+        swap = {"tool-call limit": "step limit", "step limit": "tool-call limit"}
+        for said, other in swap.items():
+            if said in text:
+                return text.replace(said, other)
+        return text
+
+    monkeypatch.setattr(agent_module, "_bounded_answer", bounded)
+
+
+def _a_guess_offered_when_cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = agent_module._bounded_answer
+
+    def bounded(run: Any, toolbox: Any) -> str:
+        first = sorted(toolbox.services.catalogue.skus)[0]
+        return f"{original(run, toolbox)} Meanwhile, {first} is a safe bet."
+
+    monkeypatch.setattr(agent_module, "_bounded_answer", bounded)
+
+
+@pytest.mark.parametrize(
+    "plant", [_the_wrong_limit_named, _a_guess_offered_when_cut_short], ids=lambda p: p.__name__
+)
+def test_a_bug_planted_in_the_cut_short_answer_is_seen(monkeypatch, plant):
+    plant(monkeypatch)
+    assert _cut_short_rules().get("cut-short", 0) > 0

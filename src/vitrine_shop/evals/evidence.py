@@ -34,6 +34,7 @@ from vitrine_shop.evals.benchmarks import judged_quality_definition
 from vitrine_shop.evals.desk_exploration import DESK_KEY
 from vitrine_shop.evals.exploration import (
     CARELESS_KEY,
+    CUT_SHORT_KEY,
     EXPLORATION_KEY,
     SESSION_KEY,
     STAGES_KEY,
@@ -122,6 +123,7 @@ class EvidenceRuns:
     population: list[RunResult] = field(default_factory=list)
     careless: list[RunResult] = field(default_factory=list)
     stages: list[RunResult] = field(default_factory=list)
+    cut_short: list[RunResult] = field(default_factory=list)
 
 
 def _falsified(section: BenchmarkSection) -> BenchmarkSection:
@@ -176,6 +178,7 @@ async def produce_evidence(
             EXPLORATION_KEY: runs.exploration,
             CARELESS_KEY: runs.careless,
             STAGES_KEY: runs.stages,
+            CUT_SHORT_KEY: runs.cut_short,
             SESSION_KEY: runs.sessions,
             DESK_KEY: runs.desk,
             POPULATION_KEY: runs.population,

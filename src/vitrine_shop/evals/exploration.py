@@ -56,6 +56,7 @@ from vitrine_shop.scripted.stage_explorer import ExplorativeStageModel
 from vitrine_shop.workflow import ShopWorkflow
 
 __all__ = [
+    "CUT_SHORT_KEY",
     "EXPLORATION_KEY",
     "INVARIANT_CHECK",
     "STAGES_KEY",
@@ -70,6 +71,7 @@ EXPLORATION_KEY = "vitrine-exploration"
 SESSION_KEY = "vitrine-new-session"
 CARELESS_KEY = "vitrine-careless-answers"
 STAGES_KEY = "vitrine-broken-stage-replies"
+CUT_SHORT_KEY = "vitrine-cut-short"
 EXPLORER_SEED = 0
 SHARED_ARM = "scripted-agent"
 FRESH_ARM = "scripted-agent-new-session"
@@ -273,6 +275,18 @@ def stage_definition() -> BenchmarkDefinition:
 
 
 @functools.cache
+def cut_short_definition() -> BenchmarkDefinition:
+    return BenchmarkDefinition(
+        CUT_SHORT_KEY,
+        "1.0.0",
+        list(exploration_cases()[1::3]),
+        [invariant_check()],
+        bindings={"tool_call_budget": "1-5 by case", "max_turns": "2 on a third of cases"},
+        description="The agent stopped by its limits: what it says then, held to the data",
+    )
+
+
+@functools.cache
 def careless_definition() -> BenchmarkDefinition:
     return BenchmarkDefinition(
         CARELESS_KEY,
@@ -299,6 +313,27 @@ def session_definition() -> BenchmarkDefinition:
 
 
 # -- arms -------------------------------------------------------------------------------------
+
+
+def _cut_short_arm(services: ServicesFactory) -> Arm:
+    """The agent (scripted or explorative, by case) on a short leash: a tool budget of up to
+    seven calls, or two to four model turns, drawn per case, so what it answers when a limit
+    stops it is held to the invariants."""
+
+    async def subject(case: Case) -> SubjectResponse:
+        draw = zlib.crc32(case.id.encode())
+        leash = {"max_turns": 2 + draw % 3} if draw % 3 == 0 else {"tool_call_budget": draw % 8}
+        shop = services()
+        # The explorer keeps calling tools after it has presented: a limit can cut it there.
+        model = (
+            ExplorativeShopModel(shop.catalogue, shop.personas, seed=draw)
+            if draw % 2
+            else scripted.ScriptedShopModel()
+        )
+        agent = ShopAgent(model, shop, traced=False, **leash)
+        return await agent.answer(ShopRequest.from_case_input(case.input))
+
+    return Arm("cut-short-agent", subject, {"architecture": "agent", "leashed": True})
 
 
 def _agent_arm(arm_id: str, services: ServicesFactory, explore: bool) -> Arm:
@@ -376,6 +411,7 @@ def exploration_plan(services: ServicesFactory = shared_services) -> Plan:
         *((exploration_definition(), arm) for arm in explorers),
         (careless_definition(), _agent_arm("careless-explorer", services, explore=True)),
         (stage_definition(), _explorative_workflow_arm(services)),
+        (cut_short_definition(), _cut_short_arm(services)),
         # The scenario cases share last messages across customers (the cohort's question):
         # one served assistant must still answer each customer as the agent does.
         (

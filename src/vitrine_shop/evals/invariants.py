@@ -1036,6 +1036,7 @@ def response_violations(
         # The workflow's last resort is its own code path: its screen blocking that is the
         # shop contradicting itself, and the customer is left with no answer.
         found.append(Violation("self-blocked", "the screen withheld the code path's own answer"))
+    found += _cut_short_violations(response.answer or "", structured)
     explored = structured.get("stage_explorer")
     if isinstance(explored, Mapping) and isinstance(structured.get("stage_visits"), Mapping):
         problems = census_problems(
@@ -1052,6 +1053,41 @@ def response_violations(
     if isinstance(raw, Sequence):
         outputs = [ToolOutput.from_dict(o) for o in raw if isinstance(o, Mapping)]
         found += tool_violations(outputs, request, world)
+    return found
+
+
+_CUT_SHORT = {"tool_budget": "tool-call limit", "turn_limit": "step limit"}
+
+
+def _cut_short_violations(answer: str, structured: Mapping[str, Any]) -> list[Violation]:
+    """An agent stopped by a limit must say so, name that limit, and offer exactly what it had
+    presented before it stopped (read from its journal), no more and no less."""
+    limit = _CUT_SHORT.get(str(structured.get("stop_reason")))
+    if limit is None or structured.get("architecture") != "agent":
+        return []
+    screen = structured.get("screen")
+    if isinstance(screen, Mapping) and screen.get("status") == "blocked":
+        return []  # the screen's notice replaced the answer: nothing of it is offered
+    found = []
+    if "incomplete" not in answer or limit not in answer:
+        found.append(Violation("cut-short", f"stopped by its {limit} without saying so"))
+    presented = {
+        str(item.get("sku"))
+        for output in structured.get("tool_outputs") or ()
+        if isinstance(output, Mapping)
+        and output.get("name") == "present_recommendation"
+        and output.get("status") == "ok"
+        for item in (output.get("arguments") or {}).get("items") or ()
+        if isinstance(item, Mapping)
+    }
+    named = {m.group(0).upper() for m in _SKU.finditer(answer)}
+    if named != presented:
+        found.append(
+            Violation(
+                "cut-short",
+                f"names {sorted(named)} after presenting {sorted(presented)} before its {limit}",
+            )
+        )
     return found
 
 

@@ -96,6 +96,7 @@ async def _produce(request: EvidenceRequest[ShopUnderTest]) -> Evidence:
             ("front desk contract", runs.desk, SERVED_ARM),
             ("careless answers", runs.careless, "careless-explorer"),
             ("broken stage replies", runs.stages, "explorative-workflow"),
+            ("agent cut short by its limits", runs.cut_short, "cut-short-agent"),
             ("data invariants, generated customers", runs.population, "population-agent"),
         ),
     )
