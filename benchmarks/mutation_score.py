@@ -287,12 +287,25 @@ def _write_config(workdir: Path, modules: Sequence[str], timeout_s: float, comma
 Span = tuple[tuple[int, int], tuple[int, int]]
 
 
-def signature_annotations(source: str) -> list[Span]:
-    """Where a module's parameter and return annotations are, if they are never evaluated.
+# Keyword arguments whose every value behaves alike for code that never introspects its own
+# objects: a dataclass's __slots__ (memory) and a cache's size (speed).
+_SPEED_ONLY: dict[str, str] = {"dataclass": "slots", "lru_cache": "maxsize"}
 
-    Under ``from __future__ import annotations`` a signature's annotation is a string nobody
-    reads at run time here, so a mutant inside one (``Path | None`` -> ``Path & None``) is
-    equivalent by construction. Field annotations are kept: pydantic evaluates those.
+
+def _callee(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def unevaluated_spans(source: str) -> list[Span]:
+    """Where a mutant is equivalent by construction: annotations nobody evaluates, and
+    arguments that change speed or memory only.
+
+    Under ``from __future__ import annotations`` a signature's annotation, and a variable's
+    outside a class body, is a string nobody reads at run time here, so a mutant inside one
+    (``Path | None`` -> ``Path & None``) changes nothing. Class-body annotations are kept:
+    pydantic and dataclasses evaluate those. A dataclass's ``slots=`` and an ``lru_cache``'s
+    ``maxsize=`` are set aside everywhere.
     """
     tree = ast.parse(source)
     lazy = any(
@@ -301,17 +314,24 @@ def signature_annotations(source: str) -> list[Span]:
         and any(alias.name == "annotations" for alias in node.names)
         for node in tree.body
     )
-    if not lazy:
-        return []
-    annotations: list[ast.expr] = []
+    in_class = {
+        id(statement)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for statement in node.body
+    }
+    spans: list[ast.expr] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.arg) and node.annotation is not None:
-            annotations.append(node.annotation)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
-            annotations.append(node.returns)
+        if lazy and isinstance(node, ast.arg) and node.annotation is not None:
+            spans.append(node.annotation)
+        elif lazy and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+            spans.append(node.returns)
+        elif lazy and isinstance(node, ast.AnnAssign) and id(node) not in in_class:
+            spans.append(node.annotation)
+        elif isinstance(node, ast.Call) and _callee(node) in _SPEED_ONLY:
+            spans += [k.value for k in node.keywords if k.arg == _SPEED_ONLY[_callee(node)]]
     return [
-        ((a.lineno, a.col_offset), (a.end_lineno or a.lineno, a.end_col_offset or 0))
-        for a in annotations
+        ((n.lineno, n.col_offset), (n.end_lineno or n.lineno, n.end_col_offset or 0)) for n in spans
     ]
 
 
@@ -334,7 +354,7 @@ def sample_mutants(session: Path, workdir: Path, size: int, seed: int) -> tuple[
         for item in every:
             module = str(item.mutations[0].module_path)
             if module not in spans:
-                spans[module] = signature_annotations((workdir / module).read_text("utf-8"))
+                spans[module] = unevaluated_spans((workdir / module).read_text("utf-8"))
         items = sorted(
             (
                 w

@@ -25,18 +25,35 @@ class Row(Model):
 
 def pick(limit: int | None = None) -> str | None:
     return limit | 2
+
+CHECKS: dict[str, int | None] = {}
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    x: int
+
+@functools.lru_cache(maxsize=4096)
+def cached(n: int) -> int:
+    return n + 1
 """
 
 
-def test_signature_annotations_are_set_aside_only_when_never_evaluated():
-    spans = mutation_score.signature_annotations(LAZY)
+def test_only_what_nobody_evaluates_or_only_speed_depends_on_is_set_aside():
+    spans = mutation_score.unevaluated_spans(LAZY)
     inside = mutation_score._inside
     assert inside((6, 20), spans)  # the parameter's `int | None`
     assert inside((6, 42), spans)  # the return annotation
     assert not inside((7, 17), spans)  # `limit | 2` in the body is behaviour
     assert not inside((4, 15), spans)  # a field annotation: pydantic evaluates it
+    assert inside((9, 18), spans)  # a module variable's annotation
+    assert inside((11, 31), spans)  # slots=True
+    assert not inside((11, 25), spans)  # frozen=True is behaviour
+    assert inside((15, 31), spans)  # maxsize=4096
+    assert not inside((17, 15), spans)  # `n + 1`
     eager = LAZY.replace("from __future__ import annotations\n", "")
-    assert mutation_score.signature_annotations(eager) == []
+    assert not inside((6, 20), mutation_score.unevaluated_spans(eager))
+    assert not inside((9, 18), mutation_score.unevaluated_spans(eager))
+    assert inside((10, 31), mutation_score.unevaluated_spans(eager))  # speed, either way
 
 
 def test_the_score_excludes_errored_mutants_and_counts_timeouts_against_it():
