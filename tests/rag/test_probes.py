@@ -154,7 +154,7 @@ async def test_extractive_answers_pass_with_faithfulness_labelled_structural(
     assert outcome.exit_code is ExitCode.PASS, failed_gates(outcome)
 
 
-async def test_falsified_answers_fail_faithfulness_and_correctness(
+async def test_falsified_answers_fail_wrong_facts_and_correctness(
     held_out, minilm, probe_store, thresholds
 ):
     falsified = Falsifying(ExtractiveGenerator(minilm, thresholds.relevance_threshold))
@@ -162,7 +162,15 @@ async def test_falsified_answers_fail_faithfulness_and_correctness(
         held_out, falsified, minilm=minilm, store=probe_store, thresholds=thresholds
     )
     assert falsified.changed >= 20
-    assert {Metric.FAITHFULNESS, Metric.ANSWER_CORRECTNESS} <= failed_gates(outcome)
+    # Correct abstentions score faithfulness 1 (the specification's metric set for unanswerable
+    # items), which lifts its mean; the wrong-facts rate counts the answers themselves.
+    assert {Metric.FACT_AGREEMENT, Metric.ANSWER_CORRECTNESS} <= failed_gates(outcome)
+    answered = [
+        r.scores[Metric.FAITHFULNESS].value
+        for r in outcome.results
+        if r.item.has_relevant_chunk and r.scores[Metric.FAITHFULNESS].is_measured
+    ]
+    assert sum(answered) / len(answered) < thresholds.metrics[Metric.FAITHFULNESS]
     assert outcome.exit_code is ExitCode.MEASURED_FAILURE
 
 
