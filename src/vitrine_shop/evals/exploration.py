@@ -316,22 +316,32 @@ def session_definition() -> BenchmarkDefinition:
 
 
 def _cut_short_arm(services: ServicesFactory) -> Arm:
-    """The agent (scripted or explorative, by case) on a short leash: a tool budget of up to
-    seven calls, or two to four model turns, drawn per case, so what it answers when a limit
-    stops it is held to the invariants."""
+    """The agent (scripted or explorative, by case) stopped by a limit near the end: first run
+    freely to count its tool calls and model turns, then again with one to three of either
+    fewer, drawn per case, so a limit falls where it has already presented something as well
+    as before. What it answers then is held to the invariants."""
 
     async def subject(case: Case) -> SubjectResponse:
         draw = zlib.crc32(case.id.encode())
-        leash = {"max_turns": 2 + draw % 3} if draw % 3 == 0 else {"tool_call_budget": draw % 8}
-        shop = services()
-        # The explorer keeps calling tools after it has presented: a limit can cut it there.
-        model = (
-            ExplorativeShopModel(shop.catalogue, shop.personas, seed=draw)
-            if draw % 2
-            else scripted.ScriptedShopModel()
-        )
-        agent = ShopAgent(model, shop, traced=False, **leash)
-        return await agent.answer(ShopRequest.from_case_input(case.input))
+        request = ShopRequest.from_case_input(case.input)
+
+        def agent(**leash: int) -> ShopAgent:
+            shop = services()
+            # The explorer goes on calling tools after it has presented: a limit can cut it there.
+            model = (
+                ExplorativeShopModel(shop.catalogue, shop.personas, seed=draw)
+                if draw % 2
+                else scripted.ScriptedShopModel()
+            )
+            return ShopAgent(model, shop, traced=False, **leash)
+
+        free = await agent().answer(request)
+        short = 1 + draw % 3
+        if draw % 3 == 0:
+            turns = int(free.structured.get("model_calls") or 1)
+            return await agent(max_turns=max(turns - short, 1)).answer(request)
+        calls = len(free.tool_calls or ())
+        return await agent(tool_call_budget=max(calls - short, 0)).answer(request)
 
     return Arm("cut-short-agent", subject, {"architecture": "agent", "leashed": True})
 

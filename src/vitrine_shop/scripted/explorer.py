@@ -223,6 +223,13 @@ class ExplorativeShopModel:
         presented = [o for o in own if o.name == "present_recommendation"]
         accepted = [o for o in presented if o.ok and isinstance(o.data, Mapping)]
         if accepted:
+            # Half the conversations check the stock of what they presented before answering,
+            # so a limit can stop the agent after it has presented something.
+            after = own[own.index(accepted[-1]) + 1 :]
+            items = (accepted[-1].arguments or {}).get("items") or ()
+            skus = [str(i.get("sku")) for i in items if isinstance(i, Mapping)]
+            if not after and skus and self._conversation_seed(customer, ()) % 2 == 0:
+                return self._call([("get_stock_and_price", {"sku": sku}) for sku in skus[:3]])
             text = str(accepted[-1].data.get("text") or "")
             careless = self._careless(rng, transcript, customer, text)
             return self._answer(
