@@ -158,7 +158,14 @@ def test_anthropic_generates_when_configured_and_confirmed(monkeypatch, tmp_path
 
 
 @pytest.mark.parametrize(
-    "argv", [["eval", "--top-k", "0"], ["eval", "--embedding-mode", "test"], ["nope"], []]
+    "argv",
+    [
+        ["eval", "--exact", "--ef-search", "50"],
+        ["eval", "--top-k", "0"],
+        ["eval", "--embedding-mode", "test"],
+        ["nope"],
+        [],
+    ],
 )
 def test_bad_arguments_exit_2(argv, capsys):
     assert main(argv) == 2

@@ -412,6 +412,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from vitrine.rag.pipeline import DEFAULT_TOP_K, evaluate
     from vitrine.rag.report import build_report, write_report
 
+    if args.exact and args.ef_search is not None:
+        raise CommandRefusal("--ef-search tunes the HNSW index search; --exact does not use it")
     live = _live_models(args)
     setup = _setup(args)
     thresholds = _thresholds(args, setup)
