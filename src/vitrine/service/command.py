@@ -289,8 +289,11 @@ def uvicorn_config(app: Any, *, forwarded_allow_ips: list[str] | None) -> uvicor
     """
     import uvicorn
 
+    from vitrine.service.connections import BoundedH11Protocol
+
     return uvicorn.Config(
         app,
+        http=BoundedH11Protocol,  # a half-sent request is closed after a bounded time
         log_level="warning",
         access_log=False,  # the app logs every request with its request id instead
         lifespan="on",
