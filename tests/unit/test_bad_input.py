@@ -308,3 +308,51 @@ def test_the_service_closes_a_connection_that_sends_half_a_request(monkeypatch):
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def test_a_hanging_trace_collector_costs_one_bounded_wait_and_one_warning(monkeypatch, capsys):
+    import threading
+    import time
+
+    pytest.importorskip("opentelemetry.sdk")
+    from vitrine.tracing import otel
+    from vitrine.tracing.settings import TraceSettings
+
+    monkeypatch.setattr(otel, "_EXPORT_TIMEOUT_S", 1.0)
+    collector = socket.socket()  # accepts connections and never answers
+    collector.bind(("127.0.0.1", 0))
+    collector.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        collector.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(collector.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    port = collector.getsockname()[1]
+    try:
+        backend = otel.OtelBackend(TraceSettings(f"http://127.0.0.1:{port}/v1/traces"))
+        for batch in range(3):  # spans for several export batches
+            for index in range(600):
+                with backend.span(f"span-{batch}-{index}", {}):
+                    pass
+            backend._provider.force_flush(100)
+        started = time.monotonic()
+        backend.shutdown()
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for connection in held:
+            connection.close()
+        collector.close()
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.strip()]
+    assert len(warnings) == 1 and "did not accept the spans" in warnings[0], err
+    assert elapsed < 8, f"the exit flush waited {elapsed:.1f} s on a collector that never answers"

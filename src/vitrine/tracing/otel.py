@@ -8,18 +8,20 @@ OTLP/HTTP (protobuf) to the configured ``/v1/traces`` URL.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+import logging
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Status, StatusCode
 
-from vitrine.redact import describe_exception
+from vitrine.redact import describe_exception, sanitize_text
 from vitrine.tracing import semconv as sc
 from vitrine.tracing.langfuse import Score, ScoreSender
 from vitrine.tracing.settings import TraceSettings
@@ -60,6 +62,38 @@ class _OtelSpan:
         return format(self._span.get_span_context().span_id, "016x")
 
 
+class _ReportingExporter(SpanExporter):
+    """An exporter that gives up on a collector after its first failed batch, and counts.
+
+    A collector that hangs would otherwise hold every batch for a whole request timeout (and
+    the exit flush for all of them), while each failure logged its own line or none; after the
+    first failure the rest are dropped at once and :meth:`OtelBackend.shutdown` says so once.
+    """
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self._inner = inner
+        self.failed = False
+        self.dropped = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if not self.failed:
+            try:
+                result = self._inner.export(spans)
+            except Exception:  # the SDK's own exporters return FAILURE; a custom one may raise
+                result = SpanExportResult.FAILURE
+            if result is SpanExportResult.SUCCESS:
+                return result
+            self.failed = True
+        self.dropped += len(spans)
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
 class OtelBackend:
     """Spans through an OpenTelemetry tracer provider of vitrine's own.
 
@@ -72,14 +106,20 @@ class OtelBackend:
         self.settings = settings
         resource = Resource.create({"service.name": settings.service_name})
         self._provider = TracerProvider(resource=resource)
+        # The exporter's own failure lines would repeat for every batch; the backend reports
+        # a collector that did not take its spans once, at the end.
+        logging.getLogger("opentelemetry.exporter.otlp.proto.http").setLevel(logging.CRITICAL)
+        self._exporter = _ReportingExporter(
+            exporter
+            or OTLPSpanExporter(
+                endpoint=settings.traces_url,
+                headers=dict(settings.headers),
+                timeout=_EXPORT_TIMEOUT_S,
+            )
+        )
         self._provider.add_span_processor(
             BatchSpanProcessor(
-                exporter
-                or OTLPSpanExporter(
-                    endpoint=settings.traces_url,
-                    headers=dict(settings.headers),
-                    timeout=_EXPORT_TIMEOUT_S,
-                ),
+                self._exporter,
                 # The SDK's default queue (2,048 spans) drops spans silently when a suite
                 # produces them faster than one export drains them: an offline suite makes
                 # thousands in seconds. A deeper queue keeps every span; batches stay small
@@ -136,6 +176,14 @@ class OtelBackend:
         """Export every finished span, post the queued scores, and stop."""
         self._provider.force_flush(int(_FLUSH_S * 1000))
         self._provider.shutdown()
+        if self._exporter.failed:
+            sys.stderr.write(
+                f"vitrine: warning: the trace collector at {sanitize_text(self.settings.traces_url)}"
+                " did not "
+                f"accept the spans ({self._exporter.dropped} dropped): this run's trace is "
+                "incomplete\n"
+            )
+            sys.stderr.flush()
         if self._scores is not None:
             self._scores.flush()
 
