@@ -67,8 +67,9 @@ MAX_ERROR_LINE = 600
 # What the file systems vitrine runs on accept: one name, and a whole path, in bytes.
 NAME_MAX = 255
 PATH_MAX = 4096
-# Metavars that say an option takes a path even where its value stays text.
-_PATH_METAVARS = frozenset({"PATH", "DIR", "FILE"})
+# Metavars that say an option takes a path even where its value stays text (a run named by
+# its id or its folder is a folder name either way).
+_PATH_METAVARS = frozenset({"PATH", "DIR", "FILE", "RUN", "RUN_ID"})
 
 
 def path_problem(text: str) -> str | None:
@@ -91,7 +92,8 @@ def path_problem(text: str) -> str | None:
 
 
 def takes_path(action: argparse.Action) -> bool:
-    """Whether ``action`` names a file or folder: typed as a Path, or shown as PATH/DIR/FILE."""
+    """Whether ``action`` names a file or folder: typed as a Path, or shown as PATH, DIR, FILE,
+    RUN or RUN_ID."""
     kind = action.type
     if isinstance(kind, type) and issubclass(kind, PurePath):
         return True
@@ -104,7 +106,7 @@ class RefusingParser(argparse.ArgumentParser):
     Every value it reads is checked before its option's own type sees it, so that each
     option of each command refuses the same inputs alike, a new option included: an empty or
     blank value (``--output ''`` would otherwise mean the working directory), and for an
-    option that takes a path (typed :class:`~pathlib.Path`, or shown as PATH, DIR or FILE) a
+    option that takes a path (typed :class:`~pathlib.Path`, or shown as PATH, DIR, FILE, RUN) a
     path no file system accepts (a name over 255 bytes, a NUL), which would otherwise end in
     a traceback the first time the path is touched.
     """

@@ -133,6 +133,8 @@ def test_the_parsers_are_found_and_hold_the_path_options_people_use() -> None:
         "vitrine serve --log-file",
         "vitrine redteam run --output",
         "vitrine ci init --dir",
+        "vitrine redteam status RUN",
+        "vitrine redteam sign-off --run",
     ):
         assert expected in labels, sorted(labels)
     assert len(OPTIONS) > 80  # every valued option of every command, not a sample

@@ -46,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument(
         "--ingest-workflow", default="Ingest Knowledge Base", help="workflow RAG follows"
     )
-    init.add_argument("--behaviour-tests", default="tests/behaviour", help="behaviour test path")
+    init.add_argument(
+        "--behaviour-tests", metavar="PATH", default="tests/behaviour", help="behaviour test path"
+    )
     init.add_argument("--force", action="store_true", help="overwrite existing workflow files")
     return parser
 

@@ -109,13 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
     sign.add_argument("finding")
     sign.add_argument("--by", required=True)
     sign.add_argument("--reason", required=True)
-    sign.add_argument("--run", help="run id or directory (default: the latest run)")
+    sign.add_argument("--run", metavar="RUN", help="run id or directory (default: the latest run)")
     _common(sign)
     status = commands.add_parser("status", help="open findings: exit 1 while any remain")
-    status.add_argument("run", nargs="?", help="run id or directory (default: the latest)")
+    status.add_argument(
+        "run", nargs="?", metavar="RUN", help="run id or directory (default: the latest)"
+    )
     _common(status)
     export = commands.add_parser("export", help="export a run as JSON, JUnit XML or SARIF")
-    export.add_argument("run", help="run id, directory, or 'latest'")
+    export.add_argument("run", metavar="RUN", help="run id, directory, or 'latest'")
     export.add_argument("--format", required=True, choices=("json", "junit", "sarif"))
     export.add_argument("--out", type=Path, help="write here instead of stdout")
     _common(export)
