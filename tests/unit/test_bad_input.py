@@ -356,3 +356,18 @@ def test_a_hanging_trace_collector_costs_one_bounded_wait_and_one_warning(monkey
     warnings = [line for line in err.splitlines() if line.strip()]
     assert len(warnings) == 1 and "did not accept the spans" in warnings[0], err
     assert elapsed < 8, f"the exit flush waited {elapsed:.1f} s on a collector that never answers"
+
+
+def test_the_board_exports_the_page_of_a_live_session_that_ended_before_any_call(
+    tmp_path, monkeypatch, capsys
+):
+    # eval06 without a key exits 4 at once, and its receipt names its definition as text.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    root, out = tmp_path / "store", tmp_path / "export"
+    plan = ["--eval-plan", "eval06-safety-probes", "--confirm-paid", "--provider", "openai"]
+    assert main([*plan, "--model", "m", "--output", str(root)]) == 4
+    capsys.readouterr()
+    code, _, err = _run(["board", "export", str(out), "--store", str(root)], capsys)
+    assert code == 0, err
+    pages = [path.read_text() for path in out.glob("run-live-*.html")]
+    assert len(pages) == 1 and "vitrine-live-safety@" in pages[0]
