@@ -113,7 +113,7 @@ def paired_difference(
     margins = (a + b) * (c + d) * (a + c) * (b + d)
     # Newcombe's corrected phi: a positive association is shrunk by n/2, so that a perfectly
     # concordant small table does not collapse the interval to a point.
-    excess = a * d - b * c
+    excess = float(a * d - b * c)
     if excess > 0:
         excess = max(0.0, excess - n / 2)
     phi = excess / math.sqrt(margins) if margins else 0.0

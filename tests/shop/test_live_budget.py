@@ -96,9 +96,7 @@ async def test_a_cost_ceiling_is_enforced_from_declared_prices(tmp_path):
     assert spend["spent"]["cost_usd"] - 0.1 <= (1 + spend["open_requests_at_reach"]) * 0.02
 
 
-def test_the_command_line_applies_max_tokens_and_exits_by_the_rules(
-    tmp_path, monkeypatch, capsys
-):
+def test_the_command_line_applies_max_tokens_and_exits_by_the_rules(tmp_path, monkeypatch, capsys):
     from vitrine.cli import main
 
     with FakeOpenAIServer(scripted_reply) as server:
@@ -121,7 +119,8 @@ def test_the_command_line_applies_max_tokens_and_exits_by_the_rules(
     assert "spend ceiling: 100 reported token(s) for the whole session" in out
     doc = receipt(tmp_path)
     assert code == doc["exit_code"] in (3, 4)
-    assert doc["spend"]["spent"]["tokens"] - 100 <= (
-        1 + doc["spend"]["open_requests_at_reach"]
-    ) * PER_REQUEST
+    assert (
+        doc["spend"]["spent"]["tokens"] - 100
+        <= (1 + doc["spend"]["open_requests_at_reach"]) * PER_REQUEST
+    )
     json.dumps(doc["spend"])  # plain JSON in the receipt

@@ -177,11 +177,10 @@ class OtelBackend:
         self._provider.force_flush(int(_FLUSH_S * 1000))
         self._provider.shutdown()
         if self._exporter.failed:
+            collector = sanitize_text(self.settings.traces_url)
             sys.stderr.write(
-                f"vitrine: warning: the trace collector at {sanitize_text(self.settings.traces_url)}"
-                " did not "
-                f"accept the spans ({self._exporter.dropped} dropped): this run's trace is "
-                "incomplete\n"
+                f"vitrine: warning: the trace collector at {collector} did not accept the "
+                f"spans ({self._exporter.dropped} dropped): this run's trace is incomplete\n"
             )
             sys.stderr.flush()
         if self._scores is not None:

@@ -325,7 +325,7 @@ def _cut_short_arm(services: ServicesFactory) -> Arm:
         draw = zlib.crc32(case.id.encode())
         request = ShopRequest.from_case_input(case.input)
 
-        def agent(**leash: int) -> ShopAgent:
+        def agent(**leash: Any) -> ShopAgent:
             shop = services()
             # The explorer goes on calling tools after it has presented: a limit can cut it there.
             model = (
