@@ -588,16 +588,13 @@ def test_a_bug_planted_in_a_lookup_gate_or_budget_is_seen(monkeypatch, plant, ru
 # -- the workflow under a model that breaks stage replies ---------------------------------------
 
 
-def _stage_rules() -> Counter[str]:
-    """The invariants' rules over the workflow whose stage replies are broken at random."""
-    from vitrine_shop.evals.exploration import _explorative_workflow_arm, stage_definition
+def _arm_rules(arm: Any, cases: Any) -> Counter[str]:
+    """The invariants' rules over one arm's answers; a shop that raises counts, as in the gate."""
     from vitrine_shop.evals.invariants import response_violations
-
-    arm = _explorative_workflow_arm(_fresh_services)
 
     async def run() -> Counter[str]:
         found: Counter[str] = Counter()
-        for case in stage_definition().cases:
+        for case in cases:
             try:
                 response = await arm.respond(case)
             except Exception:  # the gate counts a shop that raises as failed, so do we
@@ -608,6 +605,13 @@ def _stage_rules() -> Counter[str]:
         return found
 
     return asyncio.run(run())
+
+
+def _stage_rules() -> Counter[str]:
+    """The rules over the workflow whose stage replies are broken at random."""
+    from vitrine_shop.evals.exploration import _explorative_workflow_arm, stage_definition
+
+    return _arm_rules(_explorative_workflow_arm(_fresh_services), stage_definition().cases)
 
 
 def _fresh_services() -> operations.ShopServices:
@@ -766,19 +770,8 @@ def test_a_bug_planted_in_the_workflows_retries_is_seen_by_the_census(monkeypatc
 
 def _cut_short_rules() -> Counter[str]:
     from vitrine_shop.evals.exploration import _cut_short_arm, cut_short_definition
-    from vitrine_shop.evals.invariants import response_violations
 
-    arm = _cut_short_arm(_fresh_services)
-
-    async def run() -> Counter[str]:
-        found: Counter[str] = Counter()
-        for case in cut_short_definition().cases:
-            response = await arm.respond(case)
-            request = ShopRequest.from_case_input(case.input)
-            found.update(v.rule for v in response_violations(response, request))
-        return found
-
-    return asyncio.run(run())
+    return _arm_rules(_cut_short_arm(_fresh_services), cut_short_definition().cases)
 
 
 def test_an_agent_cut_short_says_so_and_offers_nothing_it_did_not_present():

@@ -18,16 +18,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from store_toys import toy_definition
 
 from vitrine import (
     Arm,
-    BenchmarkDefinition,
-    Case,
-    ChanceFloor,
     Observation,
     SubjectResponse,
-    admit,
-    check,
     evaluate,
 )
 from vitrine.bench.results import ScenarioRow
@@ -37,15 +33,7 @@ from vitrine.store.command import main as runs_main
 from vitrine.store.files import append_line, read_json_lines, torn_path
 from vitrine.store.index import index_path, pending_dir, recover_index, sealed_ids_path
 
-FLOOR = ChanceFloor.not_derivable("a toy predicate has no random-draw population")
-
-
-@check("answered")
-def answered(case, response):
-    return Observation.measured(1.0 if response.answer else 0.0, bool(response.answer))
-
-
-DEFINITION = BenchmarkDefinition("lost-toy", "1.0.0", [Case("a", "x")], [admit(answered, FLOOR)])
+DEFINITION = toy_definition("lost-toy")
 
 
 async def _subject(case):

@@ -4,29 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from store_toys import toy_definition
+
 from vitrine import (
     Arm,
-    BenchmarkDefinition,
-    Case,
-    ChanceFloor,
-    Observation,
     SubjectResponse,
-    admit,
-    check,
     evaluate,
 )
 from vitrine.store.index import index_path, indexed_run_ids, sealed_ids_path
 from vitrine.store.maintenance import inspect_store
 
-FLOOR = ChanceFloor.not_derivable("a toy predicate has no random-draw population")
-
-
-@check("answered")
-def answered(case, response):
-    return Observation.measured(1.0 if response.answer else 0.0, bool(response.answer))
-
-
-DEFINITION = BenchmarkDefinition("ids-toy", "1.0.0", [Case("a", "x")], [admit(answered, FLOOR)])
+DEFINITION = toy_definition("ids-toy")
 
 
 async def _subject(case):

@@ -10,16 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
+from store_toys import toy_definition
 
 from vitrine import (
     Arm,
-    BenchmarkDefinition,
-    Case,
-    ChanceFloor,
-    Observation,
     SubjectResponse,
-    admit,
-    check,
     evaluate,
 )
 from vitrine.board.catalog import Catalog
@@ -30,15 +25,7 @@ from vitrine.store.errors import TamperedRunError
 from vitrine.store.index import index_path
 from vitrine.store.receipts import ReceiptStore, new_session_id
 
-FLOOR = ChanceFloor.not_derivable("a toy predicate has no random-draw population")
-
-
-@check("answered")
-def answered(case, response):
-    return Observation.measured(1.0 if response.answer else 0.0, bool(response.answer))
-
-
-DEFINITION = BenchmarkDefinition("tamper-toy", "1.0.0", [Case("a", "x")], [admit(answered, FLOOR)])
+DEFINITION = toy_definition("tamper-toy")
 
 
 async def _silent(case):
