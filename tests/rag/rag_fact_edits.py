@@ -24,13 +24,15 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from rag_judging import judge
+
 from vitrine.outcomes import Observation
 from vitrine.rag.chunking import KnowledgeBase
 from vitrine.rag.dataset import DatasetItem, RagThresholds
 from vitrine.rag.embeddings import TextEmbedder
 from vitrine.rag.generator import ABSTENTION_TEXT, GeneratedAnswer
-from vitrine.rag.metrics import HeuristicScorer, Metric
-from vitrine.rag.pipeline import EvalOutcome, evaluate
+from vitrine.rag.metrics import Metric
+from vitrine.rag.pipeline import EvalOutcome
 from vitrine.rag.vectorstore import RetrievedChunk, VectorStore
 
 KINDS = (
@@ -285,16 +287,14 @@ async def run_class(
 ) -> tuple[ClassResult, EvalOutcome]:
     """Judge ``items`` with the reference answers edited by ``kind`` (None: unedited)."""
     generator = EditingGenerator(items, kind, pages)
-    scorer = HeuristicScorer.calibrated(embedder, thresholds, entities=entities)
-    outcome = await evaluate(
+    outcome = await judge(
         items,
+        generator,
         embedder=embedder,
         store=store,
         table=table,
-        top_k=4,
-        generator=generator,
-        scorer=scorer,
         thresholds=thresholds,
+        entities=entities,
     )
     hits = {r.item.id: caught(r.scores) for r in outcome.results if r.item.id in generator.edits}
     result = ClassResult(

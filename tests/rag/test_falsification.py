@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import pytest
 import rag_fact_edits as edits
+from rag_judging import failed_gates, judge
 
 from vitrine.outcomes import ExitCode
 from vitrine.rag.alignment import knowledge_entities
@@ -22,8 +23,8 @@ from vitrine.rag.chunking import KnowledgeBase
 from vitrine.rag.dataset import DatasetItem, RagThresholds, load_thresholds
 from vitrine.rag.generator import ExtractiveGenerator, GeneratedAnswer, Generator
 from vitrine.rag.ingest import ingest
-from vitrine.rag.metrics import HeuristicScorer, Metric
-from vitrine.rag.pipeline import EvalOutcome, evaluate
+from vitrine.rag.metrics import Metric
+from vitrine.rag.pipeline import EvalOutcome
 from vitrine.rag.vectorstore import RetrievedChunk, VectorStore
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -153,21 +154,15 @@ async def _judge(
     entities: frozenset[str],
     table: str = TABLE,
 ) -> EvalOutcome:
-    scorer = HeuristicScorer.calibrated(minilm, thresholds, entities=entities)
-    return await evaluate(
+    return await judge(
         items,
+        generator,
         embedder=minilm,
         store=store,
         table=table,
-        top_k=4,
-        generator=generator,
-        scorer=scorer,
         thresholds=thresholds,
+        entities=entities,
     )
-
-
-def _failed(outcome: EvalOutcome) -> set[Metric]:
-    return {m for m, a in outcome.aggregates.items() if a.gate.is_measured and a.gate.failed}
 
 
 async def test_an_empty_answer_whenever_retrieval_is_weak_fails(
@@ -185,7 +180,7 @@ async def test_an_empty_answer_whenever_retrieval_is_weak_fails(
         entities=entities,
     )
     assert generator.emptied >= 5
-    assert Metric.ABSTENTION in _failed(outcome) or Metric.COVERAGE in _failed(outcome)
+    assert Metric.ABSTENTION in failed_gates(outcome) or Metric.COVERAGE in failed_gates(outcome)
     assert outcome.exit_code is ExitCode.MEASURED_FAILURE
 
 
@@ -217,7 +212,7 @@ async def test_pasting_every_retrieved_chunk_fails(
         thresholds=thresholds,
         entities=entities,
     )
-    assert Metric.ANSWER_RELEVANCY in _failed(outcome)
+    assert Metric.ANSWER_RELEVANCY in failed_gates(outcome)
     assert outcome.exit_code is ExitCode.MEASURED_FAILURE
 
 
@@ -242,6 +237,6 @@ async def test_a_knowledge_base_missing_30_percent_of_its_chunks_fails(
     )
     indexed = outcome.aggregates[Metric.SOURCES_INDEXED]
     assert indexed.mean is not None and indexed.mean < 1.0
-    assert Metric.SOURCES_INDEXED in _failed(outcome)
+    assert Metric.SOURCES_INDEXED in failed_gates(outcome)
     assert outcome.exit_code is ExitCode.MEASURED_FAILURE
     falsify_store.drop(table)

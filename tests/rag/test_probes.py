@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import pytest
+from rag_judging import failed_gates, judge
 
 from vitrine.outcomes import ExitCode
 from vitrine.rag.chunking import KnowledgeBase
@@ -23,8 +24,8 @@ from vitrine.rag.generator import (
     Generator,
 )
 from vitrine.rag.ingest import ingest
-from vitrine.rag.metrics import HeuristicScorer, Metric
-from vitrine.rag.pipeline import EvalOutcome, evaluate
+from vitrine.rag.metrics import Metric
+from vitrine.rag.pipeline import EvalOutcome
 from vitrine.rag.vectorstore import RetrievedChunk, VectorStore
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -109,21 +110,15 @@ async def run(
     table: str = TABLE,
     structural: bool = False,
 ) -> EvalOutcome:
-    scorer = HeuristicScorer.calibrated(minilm, thresholds, structural_faithfulness=structural)
-    return await evaluate(
+    return await judge(
         items,
+        generator,
         embedder=minilm,
         store=store,
         table=table,
-        top_k=4,
-        generator=generator,
-        scorer=scorer,
         thresholds=thresholds,
+        structural_faithfulness=structural,
     )
-
-
-def failed_gates(outcome: EvalOutcome) -> set[Metric]:
-    return {m for m, a in outcome.aggregates.items() if a.gate.is_measured and a.gate.failed}
 
 
 async def test_reference_answers_pass_every_gate(held_out, minilm, probe_store, thresholds):
