@@ -10,6 +10,7 @@ code; then the unedited reference answers (false alarms) and the degenerate gene
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -85,6 +86,9 @@ async def measure(store: VectorStore, table: str) -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     root = Path(tempfile.mkdtemp(prefix="vitrine-rag-falsify-"))
     os.environ.setdefault("VITRINE_HOME", str(root))
     try:
