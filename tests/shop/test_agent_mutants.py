@@ -48,12 +48,9 @@ def test_every_mutant_that_must_be_killed_names_a_mandatory_gate():
         assert set(mutant.expected_killers) <= MANDATORY_GATES, mutant.id
 
 
-def test_every_survivor_says_why_no_gate_can_see_it():
-    survivors = [m for m in AGENT_MUTANTS if not m.must_kill]
-    assert {m.id for m in survivors} == {"agent-tool-budget-off-by-one"}
-    for mutant in survivors:
-        assert "not visible offline" in mutant.description, mutant.id
-        assert mutant.expected_killers == ()
+def test_every_agent_mutant_must_be_killed():
+    # The last survivor, a tool budget off by one, is seen by the cut-short arm since.
+    assert [m.id for m in AGENT_MUTANTS if not m.must_kill] == []
 
 
 def test_a_planted_mutant_is_gone_once_its_context_ends():

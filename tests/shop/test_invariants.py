@@ -802,13 +802,24 @@ def _a_guess_offered_when_cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(agent_module, "_bounded_answer", bounded)
 
 
+def _the_last_call_of_the_budget_never_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine_shop.evals.mutants import agent_side
+
+    monkeypatch.setattr(agent_module.ShopAgent, "_run_tools", agent_side._run_tools_one_short)
+
+
 def _the_picks_forgotten_when_cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tools.ToolBox, "presented_skus", property(lambda self: ()))
 
 
 @pytest.mark.parametrize(
     "plant",
-    [_the_wrong_limit_named, _a_guess_offered_when_cut_short, _the_picks_forgotten_when_cut_short],
+    [
+        _the_wrong_limit_named,
+        _a_guess_offered_when_cut_short,
+        _the_picks_forgotten_when_cut_short,
+        _the_last_call_of_the_budget_never_made,
+    ],
     ids=lambda p: p.__name__,
 )
 def test_a_bug_planted_in_the_cut_short_answer_is_seen(monkeypatch, plant):

@@ -340,8 +340,9 @@ def _cut_short_arm(services: ServicesFactory) -> Arm:
         if draw % 3 == 0:
             turns = int(free.structured.get("model_calls") or 1)
             return await agent(max_turns=max(turns - short, 1)).answer(request)
-        calls = len(free.tool_calls or ())
-        return await agent(tool_call_budget=max(calls - short, 0)).answer(request)
+        budget = max(len(free.tool_calls or ()) - short, 0)
+        response = await agent(tool_call_budget=budget).answer(request)
+        return replace(response, structured={**response.structured, "tool_call_budget": budget})
 
     return Arm("cut-short-agent", subject, {"architecture": "agent", "leashed": True})
 

@@ -1061,7 +1061,8 @@ _CUT_SHORT = {"tool_budget": "tool-call limit", "turn_limit": "step limit"}
 
 def _cut_short_violations(answer: str, structured: Mapping[str, Any]) -> list[Violation]:
     """An agent stopped by a limit must say so, name that limit, and offer exactly what it had
-    presented before it stopped (read from its journal), no more and no less."""
+    presented before it stopped (read from its journal), no more and no less; stopped by a
+    tool budget it was given (``tool_call_budget``), it must have made every call it allows."""
     limit = _CUT_SHORT.get(str(structured.get("stop_reason")))
     if limit is None or structured.get("architecture") != "agent":
         return []
@@ -1080,6 +1081,10 @@ def _cut_short_violations(answer: str, structured: Mapping[str, Any]) -> list[Vi
         for item in (output.get("arguments") or {}).get("items") or ()
         if isinstance(item, Mapping)
     }
+    budget = structured.get("tool_call_budget")
+    made = len(structured.get("tool_outputs") or ())
+    if limit == "tool-call limit" and isinstance(budget, int) and made != budget:
+        found.append(Violation("cut-short", f"stopped after {made} of its {budget} tool calls"))
     named = {m.group(0).upper() for m in _SKU.finditer(answer)}
     if named != presented:
         found.append(

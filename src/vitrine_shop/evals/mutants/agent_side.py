@@ -243,12 +243,10 @@ AGENT_MUTANTS: tuple[Mutant, ...] = (
         "agent-tool-budget-off-by-one",
         "agent.ShopAgent._run_tools",
         "The tool-call budget check is off by one, so the last call it allows is never made; "
-        "not visible offline, since only the prompt-blind injection arm spends its whole "
-        "budget of 12, and losing its last call (a corrected present_recommendation) leaves "
-        "a bounded answer that no defence layer is wrong to give.",
+        "the cut-short arm of the invariants gate gives the agent a budget short of what it "
+        "needs, and an agent stopped by its budget must have made every call it allows.",
         _patched(agent.ShopAgent, "_run_tools", _run_tools_one_short),
-        (),
-        must_kill=False,
+        ("invariants",),
     ),
     Mutant(
         "tools-order-approval-skipped",
