@@ -702,9 +702,20 @@ def _complements_without_the_semantic_fill(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(operations.ShopServices, "complements", complements)
 
 
+def _one_rating_too_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.ShopServices.review_digest
+
+    def digest(self: operations.ShopServices, sku: str) -> dict[str, Any]:
+        found = original(self, sku)
+        return {**found, "rating_count": (found["rating_count"] or 0) + 1}
+
+    monkeypatch.setattr(operations.ShopServices, "review_digest", digest)
+
+
 @pytest.mark.parametrize(
     ("plant", "rule"),
     [
+        (_one_rating_too_many, "tool-contract"),
         (_praise_only_at_four_and_a_half, "tool-contract"),
         (_one_similar_item_short, "ranking"),
         (_complements_without_the_semantic_fill, "ranking"),

@@ -762,6 +762,10 @@ def _fidelity(name: str, product: Mapping[str, Any], world: World) -> list[Viola
         "consumable": real.consumable,
         "stock_units": real.stock_units,
         "department": real.department.display_name,
+        "brand": real.brand,
+        "rating_average": real.rating_average,
+        "rating_count": real.rating_count,
+        "was_price_chf": None if real.was_price_chf is None else float(real.was_price_chf),
     }
     return [
         _contract(name, f"{sku}.{key} is {product[key]!r}, the catalogue says {value!r}")
