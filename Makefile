@@ -65,7 +65,7 @@ behaviour: setup
 	  out=.vitrine/behaviour/$$pass; mkdir -p $$out; \
 	  $(BIN)/vitrine serve --port $$port $$flags --log-file $$out/service.log 2>$$out/service.err & pid=$$!; \
 	  trap 'kill $$pid 2>/dev/null || true; wait $$pid 2>/dev/null || true' EXIT INT TERM; \
-	  $(BIN)/python -m vitrine.service.process wait http://127.0.0.1:$$port --pid $$pid --timeout 120; \
+	  $(BIN)/python -m vitrine.service wait http://127.0.0.1:$$port --pid $$pid --timeout 120; \
 	  echo "behaviour tests, $$pass"; \
 	  EVAL_API_URL=http://127.0.0.1:$$port VITRINE_REQUIRE_SERVICE=1 \
 	    $(BIN)/python -m pytest tests/behaviour -m "not adversarial" --vitrine-report $$out; \

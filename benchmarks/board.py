@@ -34,11 +34,11 @@ from vitrine import (
     admit,
     check,
 )
-from vitrine.store.contents import read_contents
-from vitrine.store.files import encode_json, encode_line, read_json
-from vitrine.store.index import index_path
-from vitrine.store.layout import RunPaths
-from vitrine.store.rows import row_layout
+from vitrine.store._contents import read_contents
+from vitrine.store._files import encode_json, encode_line, read_json
+from vitrine.store._index import index_path
+from vitrine.store._layout import RunPaths
+from vitrine.store._rows import row_layout
 
 
 @check("non-empty")

@@ -1,7 +1,7 @@
 """Live-path throughput: trials against a 200 ms OpenAI-compatible endpoint at fixed concurrency.
 
 Each trial is one run-store-backed runner trial whose subject makes one ``complete()`` call of
-:class:`~vitrine.providers.openai_compat.OpenAICompatibleModel` against
+:class:`~vitrine.providers._openai_compat.OpenAICompatibleModel` against
 :class:`~vitrine.testing.FakeOpenAIServer`, which sleeps ``--latency-ms`` before answering. The
 ideal throughput is ``concurrency / latency``; the share of it achieved is what the harness
 (runner, store, HTTP client, retry layer) costs on top of the model's own latency:
@@ -54,14 +54,14 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from vitrine.bench.model import Arm, BenchmarkDefinition, Case, admit, check
-from vitrine.bench.response import SubjectResponse
-from vitrine.bench.runner import run_benchmark
-from vitrine.floors import ChanceFloor
-from vitrine.outcomes import Observation
-from vitrine.providers.base import ChatCompletion, ChatMessage, ChatRequest
-from vitrine.providers.openai_compat import OpenAICompatibleModel, _completion
-from vitrine.providers.retry import RetryPolicy
+from vitrine._bench.model import Arm, BenchmarkDefinition, Case, admit, check
+from vitrine._bench.response import SubjectResponse
+from vitrine._bench.runner import run_benchmark
+from vitrine._floors import ChanceFloor
+from vitrine._outcomes import Observation
+from vitrine.providers._base import ChatCompletion, ChatMessage, ChatRequest
+from vitrine.providers._openai_compat import OpenAICompatibleModel, _completion
+from vitrine.providers._retry import RetryPolicy
 from vitrine.store import RunStore
 from vitrine.testing import FakeOpenAIServer, FakeReply
 

@@ -27,10 +27,10 @@ import urllib.request
 from pathlib import Path
 
 from vitrine import PlanRequest
-from vitrine.providers.base import ChatMessage, ChatModel, ChatRequest
-from vitrine.providers.local import SMOLLM2_135M_INSTRUCT, LocalGGUFModel
-from vitrine.providers.openai_compat import OpenAICompatibleModel
-from vitrine.providers.retry import RetryPolicy
+from vitrine.providers._base import ChatMessage, ChatModel, ChatRequest
+from vitrine.providers._local import SMOLLM2_135M_INSTRUCT, LocalGGUFModel
+from vitrine.providers._openai_compat import OpenAICompatibleModel
+from vitrine.providers._retry import RetryPolicy
 from vitrine_shop.evals.live.plans import EVAL01, EVAL02, LOCAL_AGENT_BUDGET
 from vitrine_shop.evals.live.session import LiveOptions, run_live_plan
 

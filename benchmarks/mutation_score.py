@@ -142,7 +142,7 @@ def run_suite_once(with_behaviour: bool) -> int:
 
 
 def _behaviour_tests() -> int:
-    from vitrine.service.process import running_service
+    from vitrine.service._process import running_service
 
     store = Path(os.environ["VITRINE_HOME"]) / "behaviour"
     store.mkdir(parents=True, exist_ok=True)
@@ -646,7 +646,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Refusal as exc:
         print(f"mutation_score: {exc}", file=sys.stderr)
         return EXIT_INFRA
-    from vitrine.store.files import atomic_write_json
+    from vitrine.store._files import atomic_write_json
 
     try:
         options.output.mkdir(parents=True, exist_ok=True)

@@ -81,8 +81,8 @@ import sys, time, json
 import vitrine
 from vitrine import Arm, BenchmarkDefinition, Case, ChanceFloor, Observation, SubjectResponse
 from vitrine import admit, check
-from vitrine.providers.base import ChatMessage, ChatRequest
-from vitrine.providers.openai_compat import OpenAICompatibleModel
+from vitrine.providers._base import ChatMessage, ChatRequest
+from vitrine.providers._openai_compat import OpenAICompatibleModel
 samples, folder, base_url, connections = sys.argv[1:5]
 answer = sys.argv[5]
 

@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from vitrine.rag.chunking import Chunk, load_knowledge_base
-from vitrine.rag.database import database_url, release_embedded_servers
-from vitrine.rag.dataset import load_dataset, load_thresholds
-from vitrine.rag.ingest import ingest
-from vitrine.rag.metrics import HeuristicScorer
-from vitrine.rag.pipeline import evaluate, retrieve
-from vitrine.rag.vectorstore import StoredRow, VectorStore
+from vitrine.rag._chunking import Chunk, load_knowledge_base
+from vitrine.rag._database import database_url, release_embedded_servers
+from vitrine.rag._dataset import load_dataset, load_thresholds
+from vitrine.rag._ingest import ingest
+from vitrine.rag._metrics import HeuristicScorer
+from vitrine.rag._pipeline import evaluate, retrieve
+from vitrine.rag._vectorstore import StoredRow, VectorStore
 from vitrine_shop.rag import RAG
 
 EF_SEARCH = (None, 100, 200)  # pgvector's hnsw.ef_search: `vitrine rag eval --ef-search N`

@@ -21,13 +21,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "rag"))
 
 import rag_fact_edits as edits
 
-from vitrine.rag.alignment import knowledge_entities
-from vitrine.rag.chunking import load_knowledge_base
-from vitrine.rag.database import database_url, release_embedded_servers
-from vitrine.rag.dataset import load_dataset, load_thresholds
-from vitrine.rag.ingest import ingest
-from vitrine.rag.metrics import Metric
-from vitrine.rag.vectorstore import VectorStore
+from vitrine.rag._alignment import knowledge_entities
+from vitrine.rag._chunking import load_knowledge_base
+from vitrine.rag._database import database_url, release_embedded_servers
+from vitrine.rag._dataset import load_dataset, load_thresholds
+from vitrine.rag._ingest import ingest
+from vitrine.rag._metrics import Metric
+from vitrine.rag._vectorstore import VectorStore
 from vitrine_shop.rag import RAG
 
 

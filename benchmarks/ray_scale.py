@@ -35,9 +35,9 @@ from vitrine import (
     admit,
     check,
 )
-from vitrine.bench.executors import LOCAL, TrialExecutor
-from vitrine.bench.ray_executor import LOOPBACK, RayExecutor, loopback_only
-from vitrine.bench.runner import run_benchmark
+from vitrine._bench.executors import LOCAL, TrialExecutor
+from vitrine._bench.ray_executor import LOOPBACK, RayExecutor, loopback_only
+from vitrine._bench.runner import run_benchmark
 from vitrine.store import RunStore
 
 IO_WAIT_S = 0.2

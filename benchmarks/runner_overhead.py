@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from vitrine.bench.model import Arm, BenchmarkDefinition, Case, admit, check
-from vitrine.bench.response import SubjectResponse
-from vitrine.bench.runner import run_benchmark
-from vitrine.floors import ChanceFloor
-from vitrine.outcomes import Observation
+from vitrine._bench.model import Arm, BenchmarkDefinition, Case, admit, check
+from vitrine._bench.response import SubjectResponse
+from vitrine._bench.runner import run_benchmark
+from vitrine._floors import ChanceFloor
+from vitrine._outcomes import Observation
 from vitrine.store import PER_FILE_SCHEMA, ROWS_JSONL_SCHEMA, RunStore, load_run
 
 LAYOUTS = {

@@ -2,14 +2,14 @@
 
 Run: python benchmarks/sequential.py [--comparisons N] [--seed S]
 
-1. Type I error of the sequential sign test (vitrine.sequential.SequentialSignTest) under the
+1. Type I error of the sequential sign test (vitrine._sequential.SequentialSignTest) under the
    null (win rate 1/2), monitored after every case up to a long horizon: continuous
    monitoring, the setting in which a fixed test's error rate would inflate.
 2. Cases used at a large effect (Cohen's g = 0.25 for the sign test: a win rate of 0.75
    among discordant pairs, discordance 0.5) against the fixed design of the same power
-   (vitrine.power.cases_needed); the sequential design's futility bound and design win rate
+   (vitrine._power.cases_needed); the sequential design's futility bound and design win rate
    are calibrated on separate simulations, then measured on fresh ones.
-3. Exact curtailment of eval04/eval05's Wilson rule (vitrine.sequential.session_curtailment,
+3. Exact curtailment of eval04/eval05's Wilson rule (vitrine._sequential.session_curtailment,
    the function the live session calls): trials saved, and the decision compared with the
    full design's in every simulated session.
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta
 
-from vitrine import power, stats
-from vitrine.sequential import SequentialSignTest, session_curtailment
+from vitrine import _power as power, _stats as stats
+from vitrine._sequential import SequentialSignTest, session_curtailment
 
 HORIZON = 1000  # cases monitored under the null
 LARGE_WIN_RATE = 0.75  # Cohen's g = 0.25

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from vitrine.service.process import running_service
+from vitrine.service._process import running_service
 
 PERSONAS = ("nadia", "marco", "sofia", "elena", "luca")
 MESSAGES = (

@@ -87,7 +87,7 @@ def main() -> int:
         ):
             wall, code = timed([*vitrine, *extra], args.repeats)
             print(f"{label:<30} median {wall:.3f} s (exit {code})")
-        wall, _ = timed([sys.executable, "-c", "import vitrine.cli"], args.repeats)
+        wall, _ = timed([sys.executable, "-c", "import vitrine._cli"], args.repeats)
         print(f"{'python start-up + import':<30} median {wall:.3f} s (included above)")
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -32,7 +32,7 @@ import json, sys, time
 started = time.perf_counter()
 mode, store, url = sys.argv[1], sys.argv[2], sys.argv[3]
 from vitrine import tracing
-from vitrine.cli import main
+from vitrine._cli import main
 argv = ["--all", "--output", store]
 if mode == "recording":
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -90,7 +90,7 @@ def _spans_per_suite(url: str, store: Path) -> int:
         "from opentelemetry.sdk.trace.export.in_memory_span_exporter import "
         "InMemorySpanExporter\n"
         "from vitrine import tracing\n"
-        "from vitrine.cli import main\n"
+        "from vitrine._cli import main\n"
         "exporter = InMemorySpanExporter()\n"
         f"tracing.setup(tracing.TraceSettings({url!r}), exporter=exporter)\n"
         f"main(['--all', '--output', {str(store)!r}])\n"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vitrine import SubjectResponse, ToolCallRecord, ToolCallStatus
+from vitrine import SubjectResponse, ToolCallRecord
+from vitrine.subjects import ToolCallStatus
 
 FLIGHTS = {
     "VA101": {"status": "delayed", "alternative": "VA103"},

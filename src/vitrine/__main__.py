@@ -1,5 +1,5 @@
 """``python -m vitrine`` runs the command-line interface."""
 
-from vitrine.cli import main
+from vitrine._cli import main
 
 raise SystemExit(main())

@@ -49,7 +49,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from vitrine.subjects.chat_client import (
+from vitrine._vocabulary import Status, status_of_label
+from vitrine.subjects._chat_client import (
     ChatAdapter,
     ChatClient,
     ChatSession,
@@ -61,11 +62,10 @@ from vitrine.subjects.chat_client import (
     Turn,
     parse_sse,
 )
-from vitrine.vocabulary import Status, status_of_label
 
 if TYPE_CHECKING:
-    from vitrine.bench.response import SubjectResponse
-    from vitrine.judge.base import Judge
+    from vitrine._bench.response import SubjectResponse
+    from vitrine.judge._base import Judge
 
 __all__ = [
     "DEFAULT_API_URL",
@@ -230,7 +230,7 @@ def _judge_metric(
 ) -> Metric:
     import asyncio
 
-    from vitrine.judge.base import Criterion
+    from vitrine.judge._base import Criterion
 
     rubric = [Criterion(f"criterion-{i + 1}", text) for i, text in enumerate(criteria)]
     task = (
@@ -257,13 +257,13 @@ def load_judge() -> Judge | str | None:
         return built
     if not provider:
         return None
-    from vitrine.plans.base import PROVIDERS
+    from vitrine._plans.base import PROVIDERS
 
     name = next((known for known in PROVIDERS if known == provider), None)
     if name is None:
         return f"VITRINE_JUDGE_PROVIDER={provider!r} is not one of {', '.join(PROVIDERS)}"
-    from vitrine.judge.llm import LLMJudge
-    from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
+    from vitrine.judge._llm import LLMJudge
+    from vitrine.providers._config import ProviderConfig, create_chat_model, readiness
 
     config = ProviderConfig.from_env(name)
     state = readiness(config)
@@ -455,7 +455,7 @@ class SubjectProbe:
     """
 
     def __init__(self, subject: Callable[..., Any], case_id: str) -> None:
-        from vitrine.bench.model import Arm
+        from vitrine._bench.model import Arm
 
         self._arm = Arm("pytest", subject)
         self._case_id = case_id
@@ -479,7 +479,7 @@ class SubjectProbe:
     ) -> SubjectResponse:
         from types import MappingProxyType
 
-        from vitrine.bench.model import Case
+        from vitrine._bench.model import Case
 
         case = Case(case_id or self._case_id, input, MappingProxyType(dict(metadata or {})))
         response = await self._arm.respond(case)
@@ -608,7 +608,7 @@ class _Recorder:
         api_url = self.config.stash.get(_api_url_key, None)
         if api_url is not None:
             document["api_url"] = api_url
-        from vitrine.store.files import atomic_write_bytes
+        from vitrine.store._files import atomic_write_bytes
 
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """The shop's benchmark arms (system variants) and cases (stimuli).
 
-An arm answers a :class:`~vitrine.bench.model.Case` whose ``input`` is a
+An arm answers a :class:`~vitrine._bench.model.Case` whose ``input`` is a
 :meth:`ShopRequest.to_case_input` document. The arms share one :class:`ShopServices` (the
 catalogue, the personas and the embedder, which are expensive to load) and build a fresh agent,
 model and tool box per trial (cheap), so no trial can see another trial's journal, fault
@@ -13,8 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from vitrine.bench.model import Arm, Case
-from vitrine.bench.response import SubjectResponse
+from vitrine import Arm, Case, SubjectResponse
 from vitrine_shop import scripted
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.conversation import ShopRequest

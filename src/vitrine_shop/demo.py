@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from vitrine.bench.response import SubjectResponse
+from vitrine import SubjectResponse
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.operations import ShopServices
@@ -23,7 +23,7 @@ from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.scripted import ScriptedShopModel
 
 if TYPE_CHECKING:
-    from vitrine.providers.base import ChatModel
+    from vitrine.providers import ChatModel
 
 __all__ = ["DemoRun", "main", "render", "request_for", "request_for_scenario", "run_demo"]
 

@@ -42,7 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from vitrine.store.naming import cache_dir
+from vitrine.store import cache_dir
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.domain import Product
 
@@ -94,7 +94,7 @@ class Embedder(Protocol):
 
 def default_cache_dir() -> Path:
     """``$VITRINE_CACHE_DIR/embeddings``, else ``$VITRINE_HOME/cache/embeddings``, else a local
-    folder: vitrine's one rule for caches (:func:`vitrine.store.naming.cache_dir`)."""
+    folder: vitrine's one rule for caches (:func:`vitrine.store._naming.cache_dir`)."""
     return cache_dir("embeddings")
 
 
@@ -499,7 +499,7 @@ def record_offline_texts() -> list[str]:
     import asyncio
     from dataclasses import replace
 
-    from vitrine.plans.base import PlanRequest
+    from vitrine import PlanRequest
     from vitrine_shop.evals.offline import run_mode
 
     recording: list[str] = []

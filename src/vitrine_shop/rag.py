@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vitrine.rag.component import RagComponent, extractive_generator
-from vitrine.rag.embeddings import TextEmbedder
+from vitrine.rag import RagComponent, TextEmbedder, extractive_generator
 
 __all__ = ["DATASET_PATH", "KNOWLEDGE_DIR", "RAG", "THRESHOLDS_PATH"]
 

@@ -25,15 +25,15 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from vitrine.providers.base import ChatCompletion, ChatRequest, Provenance, ProviderError
-from vitrine.service.protocol import (
+from vitrine.providers import ChatCompletion, ChatRequest, Provenance, ProviderError
+from vitrine.service import (
     AssistantReply,
     AssistantUnavailable,
     ServiceOptions,
     ToolEvent,
     UnknownPersonaError,
+    provider_model,
 )
-from vitrine.service.providers import provider_model
 
 # Through the package, not the name: a planted mutant replaces scripted.ScriptedShopModel.
 from vitrine_shop import scripted
@@ -48,8 +48,8 @@ from vitrine_shop.tools import ToolBox
 from vitrine_shop.workflow import ShopWorkflow
 
 if TYPE_CHECKING:
-    from vitrine.bench.response import SubjectResponse
-    from vitrine.providers.base import ChatModel
+    from vitrine import SubjectResponse
+    from vitrine.providers import ChatModel
     from vitrine_shop.operations import ShopServices
 
 __all__ = [

@@ -13,7 +13,7 @@ The cost boundary is fail-closed, as in the evaluation plans:
 - ``--real-vectors`` embeds the catalogue with the model now instead of reading the shipped
   vectors, and ``--rebuild-embeddings`` rewrites the shipped vectors. Both change the cost
   lane, so both need ``--confirm-paid`` as the protocol requires (vitrine's one rule,
-  :func:`vitrine.cost.confirmation_refusal`), although the packaged all-MiniLM-L6-v2 model
+  :func:`vitrine._cost.confirmation_refusal`), although the packaged all-MiniLM-L6-v2 model
   they run costs nothing.
 
 Exit codes: 0 answered, 2 bad arguments, 4 the model or a provider was not available.
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from vitrine.providers.base import ChatModel
+    from vitrine.providers import ChatModel
     from vitrine_shop.operations import ShopServices
 
 __all__ = ["main"]
@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     if argv is None:
-        from vitrine.pipes import pipe_safe_stdout
+        from vitrine.reports import pipe_safe_stdout
 
         pipe_safe_stdout()
     try:
@@ -152,7 +152,7 @@ def _scenario_of(persona_id: str) -> str:
 
 
 def _check_cost_flags(args: argparse.Namespace) -> None:
-    from vitrine.cost import confirmation_refusal
+    from vitrine.live import confirmation_refusal
 
     live_only = [
         flag
@@ -190,8 +190,8 @@ def _check_cost_flags(args: argparse.Namespace) -> None:
 
 
 def _live_model(args: argparse.Namespace) -> ChatModel:
-    from vitrine.cost import confirmation_refusal
-    from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
+    from vitrine.live import confirmation_refusal
+    from vitrine.providers import ProviderConfig, create_chat_model, readiness
 
     local_model = args.model if args.provider == "local" else None
     model_name = None if args.provider == "local" else args.model

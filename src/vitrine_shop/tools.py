@@ -31,10 +31,10 @@ from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vitrine import tracing
-from vitrine.bench.response import ToolCallRecord, ToolCallStatus
-from vitrine.providers.base import ToolSpec
+from vitrine import ToolCallRecord, tracing
+from vitrine.providers import ToolSpec
 from vitrine.redact import bound_text, sanitize_text
+from vitrine.subjects import ToolCallStatus
 from vitrine_shop.catalogue import Catalogue, UnknownSkuError
 from vitrine_shop.domain import SHOP_TOOL_NAMES, SKU_PATTERN
 from vitrine_shop.operations import ShopServices, product_details, product_summary

@@ -64,7 +64,7 @@ def build_store(root: Path) -> None:
 
 
 def build_redteam(root: Path) -> None:
-    from vitrine.redteam.command import main as redteam
+    from vitrine.redteam._command import main as redteam
 
     code = redteam(["run", "--target", "vulnerable", "--output", str(root)])
     assert code == 1, "the vulnerable calibration target must be compromised"

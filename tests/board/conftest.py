@@ -20,8 +20,8 @@ def board_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def served(board_store: Path) -> Iterator[tuple[object, object]]:
     """The board over the shared store and its running server (``server.login_url`` opens it)."""
-    from vitrine.board.app import Board
-    from vitrine.board.server import serve
+    from vitrine._board.app import Board
+    from vitrine._board.server import serve
 
     board = Board(board_store)
     with serve(board) as server:

@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from vitrine.board.app import ROUTES, Board, Route
-from vitrine.board.server import BoardServer, serve
-from vitrine.board.setup import JobRunner
+from vitrine._board.app import ROUTES, Board, Route
+from vitrine._board.server import BoardServer, serve
+from vitrine._board.setup import JobRunner
 
 
 def _request(

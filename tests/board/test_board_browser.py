@@ -59,8 +59,8 @@ def page(served) -> Iterator[tuple[Any, str, list[str], list[str]]]:
 @pytest.fixture
 def empty_board_page(tmp_path: Path) -> Iterator[tuple[Any, str, list[str], list[str]]]:
     # Its own store: the run it starts must not change what the other tests count.
-    from vitrine.board.app import Board
-    from vitrine.board.server import serve
+    from vitrine._board.app import Board
+    from vitrine._board.server import serve
 
     with serve(Board(tmp_path)) as server, _browser(server) as opened:
         yield opened
@@ -116,7 +116,7 @@ def test_follow_a_definition_to_its_trend(page):
 
 
 def test_sign_off_a_finding_from_the_board(page, board_store: Path):
-    from vitrine.redteam.runs import read_signoffs
+    from vitrine.redteam._runs import read_signoffs
 
     tab, url, _, _ = page
     tab.goto(url + "redteam")

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from board_fixtures import HOSTILE, build_store
 
-from vitrine.board.app import Board
-from vitrine.board.catalog import Catalog
-from vitrine.board.command import main as board_main
-from vitrine.board.query import IndexQuery, QueryError
-from vitrine.store.index import index_path
+from vitrine._board.app import Board
+from vitrine._board.catalog import Catalog
+from vitrine._board.command import main as board_main
+from vitrine._board.query import IndexQuery, QueryError
+from vitrine.store._index import index_path
 
 
 def _benchmarks(board: Board) -> list:
@@ -91,7 +91,7 @@ def test_run_page_shows_census_wilson_and_a_not_derivable_floor(board_store: Pat
     html = board.get(f"/run/{forgetful.ref}", {}).body.decode()
     assert "NOT DERIVABLE" in html
     assert "1/3" in html  # one success over three measured cases
-    assert "[0.061, 0.792]" in html  # Wilson 95% of 1/3, from vitrine.stats
+    assert "[0.061, 0.792]" in html  # Wilson 95% of 1/3, from vitrine._stats
     assert "underpowered" in html
 
 
@@ -188,8 +188,8 @@ def test_export_writes_a_static_copy_whose_links_resolve(board_store: Path, tmp_
 
 
 def _every_kind_store(root: Path) -> None:
-    from vitrine.mutants.report import Baseline, KillerChange, MutantMatrix, MutantRow, matrix_json
-    from vitrine.store.receipts import ReceiptStore, new_session_id
+    from vitrine.mutants._report import Baseline, KillerChange, MutantMatrix, MutantRow, matrix_json
+    from vitrine.store._receipts import ReceiptStore, new_session_id
 
     build_store(root)
     ReceiptStore(root / "live").write(
@@ -308,7 +308,7 @@ def test_two_live_sessions_are_compared_arm_by_arm(tmp_path: Path):
 
     import vitrine
     from vitrine import Arm
-    from vitrine.store.receipts import ReceiptStore, new_session_id
+    from vitrine.store._receipts import ReceiptStore, new_session_id
 
     sessions = []
     for arms in (

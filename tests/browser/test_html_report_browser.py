@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from vitrine.reports.html import render_html
+from vitrine.reports._html import render_html
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

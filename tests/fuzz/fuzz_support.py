@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from vitrine.cli import main
+from vitrine._cli import main
 
 BUDGET_S = 60.0
 EXAMPLE_LIMIT_S = 20

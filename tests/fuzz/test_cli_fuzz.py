@@ -4,7 +4,7 @@ Hypothesis builds argument lists for ``vitrine`` and each subcommand, each holdi
 one argument that no command may accept: an unknown flag, a number that is nan, infinite,
 negative or thousands of digits long, an empty or control-character value, a directory where
 a file is expected (or the reverse), a suite that does not exist, flags combined wrongly. Each
-list runs in-process through :func:`vitrine.cli.main` and must end with exit 2 (bad
+list runs in-process through :func:`vitrine._cli.main` and must end with exit 2 (bad
 arguments) or 4 (infrastructure), at most one ``error:`` line, no ``Traceback`` anywhere and
 nothing written to the sandbox. ``serve`` is only ever given arguments it must refuse, so no
 server stays up; an example still running after :data:`fuzz_support.EXAMPLE_LIMIT_S` fails the
@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import pytest
 from fuzz_support import Budget, Sandbox, run_in_process
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from vitrine.cli import SUBCOMMANDS
+from vitrine._cli import SUBCOMMANDS
 
 # Part of the ordinary test run (no opt-in flag); the marker lets it be selected or skipped.
 pytestmark = pytest.mark.fuzz

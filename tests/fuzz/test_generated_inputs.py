@@ -31,11 +31,10 @@ from pathlib import Path
 
 import pytest
 from fuzz_support import Sandbox, run_in_process
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from vitrine.cli import SUBCOMMANDS, build_parser
-from vitrine.commandline import MAX_ERROR_LINE, NAME_MAX, PATH_MAX, takes_path
+from vitrine._cli import SUBCOMMANDS, build_parser
+from vitrine._commandline import MAX_ERROR_LINE, NAME_MAX, PATH_MAX, takes_path
 
 pytestmark = pytest.mark.fuzz
 
@@ -103,7 +102,8 @@ def _argv(prefix: list[str], action: argparse.Action, value: str) -> list[str]:
     # FLAG=VALUE, so a value that starts with a dash is still this option's value.
     if action.option_strings:
         return [*prefix, f"{action.option_strings[-1]}={value}"]
-    return [*prefix, value]
+    # A positional after "--", so a generated path of dashes is read as the path it is.
+    return [*prefix, "--", value]
 
 
 def _refused(argv: list[str], sandbox: Sandbox, *, must_say: str | None = None) -> str:
@@ -242,8 +242,8 @@ _EXIT = "import sys\nsys.exit(NAME)\n"
 _IN_PLAN = (
     _RAISE
     + '''
-from vitrine.plans.base import plan
-from vitrine.suite import Suite
+from vitrine._plans.base import plan
+from vitrine._suite import Suite
 
 
 @plan("planted")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.rag.chunking import KnowledgeBase, load_knowledge_base
-from vitrine.rag.dataset import DatasetItem, load_dataset
-from vitrine.rag.vectorstore import VectorStore
+from vitrine.rag._chunking import KnowledgeBase, load_knowledge_base
+from vitrine.rag._dataset import DatasetItem, load_dataset
+from vitrine.rag._vectorstore import VectorStore
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +46,7 @@ def vitrine_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def database(vitrine_home: Path) -> Iterator[str]:
     """A real PostgreSQL with pgvector through the same path `vitrine rag` uses."""
     os.environ.pop("VITRINE_DATABASE_URL", None)
-    from vitrine.rag.database import database_url, release_embedded_servers
+    from vitrine.rag._database import database_url, release_embedded_servers
 
     yield database_url(vitrine_home)
     release_embedded_servers()

@@ -1,6 +1,6 @@
 """One fact changed per reference answer, six ways: the falsification probe of the RAG gate.
 
-Independent of :func:`vitrine.rag.facts.falsify` (the calibration's negative class, which moves
+Independent of :func:`vitrine.rag._facts.falsify` (the calibration's negative class, which moves
 every number by a fixed shift and flips every polarity word at once): each edit here changes
 exactly *one* fact, and draws the replacement from the knowledge base itself, so the wrong
 answer reads as plausibly as the right one:
@@ -26,14 +26,14 @@ from dataclasses import dataclass
 
 from rag_judging import judge
 
-from vitrine.outcomes import Observation
-from vitrine.rag.chunking import KnowledgeBase
-from vitrine.rag.dataset import DatasetItem, RagThresholds
-from vitrine.rag.embeddings import TextEmbedder
-from vitrine.rag.generator import ABSTENTION_TEXT, GeneratedAnswer
-from vitrine.rag.metrics import Metric
-from vitrine.rag.pipeline import EvalOutcome
-from vitrine.rag.vectorstore import RetrievedChunk, VectorStore
+from vitrine._outcomes import Observation
+from vitrine.rag._chunking import KnowledgeBase
+from vitrine.rag._dataset import DatasetItem, RagThresholds
+from vitrine.rag._embeddings import TextEmbedder
+from vitrine.rag._generator import ABSTENTION_TEXT, GeneratedAnswer
+from vitrine.rag._metrics import Metric
+from vitrine.rag._pipeline import EvalOutcome
+from vitrine.rag._vectorstore import RetrievedChunk, VectorStore
 
 KINDS = (
     "number-off-page",

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vitrine.rag.dataset import DatasetItem, RagThresholds
-from vitrine.rag.embeddings import TextEmbedder
-from vitrine.rag.generator import Generator
-from vitrine.rag.metrics import HeuristicScorer, Metric
-from vitrine.rag.pipeline import EvalOutcome, evaluate
-from vitrine.rag.vectorstore import VectorStore
+from vitrine.rag._dataset import DatasetItem, RagThresholds
+from vitrine.rag._embeddings import TextEmbedder
+from vitrine.rag._generator import Generator
+from vitrine.rag._metrics import HeuristicScorer, Metric
+from vitrine.rag._pipeline import EvalOutcome, evaluate
+from vitrine.rag._vectorstore import VectorStore
 
 
 async def judge(

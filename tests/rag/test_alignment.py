@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vitrine.rag.alignment import align, claim_problems, knowledge_entities, reference_conflicts
+from vitrine.rag._alignment import align, claim_problems, knowledge_entities, reference_conflicts
 
 PAGE = [
     "Standard delivery costs CHF 7.90 and takes 2 to 3 working days.",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.rag.chunking import chunk_page, load_knowledge_base, split_sentences
-from vitrine.rag.dataset import DatasetError, load_dataset, unresolved_chunk_ids
+from vitrine.rag._chunking import chunk_page, load_knowledge_base, split_sentences
+from vitrine.rag._dataset import DatasetError, load_dataset, unresolved_chunk_ids
 
 PAGE = """---
 title: Delivery

@@ -10,10 +10,10 @@ import numpy as np
 import psycopg
 import pytest
 
-from vitrine.rag.command import main
-from vitrine.rag.database import DATABASE_URL_ENV, DatabaseUnavailable
-from vitrine.rag.ingest import ingest
-from vitrine.rag.vectorstore import VectorStore
+from vitrine.rag._command import main
+from vitrine.rag._database import DATABASE_URL_ENV, DatabaseUnavailable
+from vitrine.rag._ingest import ingest
+from vitrine.rag._vectorstore import VectorStore
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -114,7 +114,7 @@ def test_the_embedding_cache_follows_output(database, monkeypatch, tmp_path):
 
 
 def test_the_specifications_database_variable_is_an_alias(monkeypatch, tmp_path):
-    from vitrine.rag.database import DATABASE_URL_ALIAS, database_url
+    from vitrine.rag._database import DATABASE_URL_ALIAS, database_url
 
     monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
     monkeypatch.setenv(DATABASE_URL_ALIAS, DEAD)
@@ -124,7 +124,7 @@ def test_the_specifications_database_variable_is_an_alias(monkeypatch, tmp_path)
 
 
 def test_a_store_root_path_keeps_its_cache_beside_it(tmp_path: Path, monkeypatch):
-    from vitrine.store.naming import cache_dir
+    from vitrine.store._naming import cache_dir
 
     monkeypatch.delenv("VITRINE_CACHE_DIR", raising=False)
     assert cache_dir("embeddings", tmp_path) == tmp_path / "cache" / "embeddings"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from vitrine.rag.facts import (
+from vitrine.rag._facts import (
     Quantity,
     extract_facts,
     falsify,
     quantity_conflicts,
 )
-from vitrine.rag.metrics import answer_correctness
+from vitrine.rag._metrics import answer_correctness
 
 
 def test_quantities_are_normalised_with_their_units():

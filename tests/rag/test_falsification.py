@@ -17,15 +17,15 @@ import pytest
 import rag_fact_edits as edits
 from rag_judging import failed_gates, judge
 
-from vitrine.outcomes import ExitCode
-from vitrine.rag.alignment import knowledge_entities
-from vitrine.rag.chunking import KnowledgeBase
-from vitrine.rag.dataset import DatasetItem, RagThresholds, load_thresholds
-from vitrine.rag.generator import ExtractiveGenerator, GeneratedAnswer, Generator
-from vitrine.rag.ingest import ingest
-from vitrine.rag.metrics import Metric
-from vitrine.rag.pipeline import EvalOutcome
-from vitrine.rag.vectorstore import RetrievedChunk, VectorStore
+from vitrine._outcomes import ExitCode
+from vitrine.rag._alignment import knowledge_entities
+from vitrine.rag._chunking import KnowledgeBase
+from vitrine.rag._dataset import DatasetItem, RagThresholds, load_thresholds
+from vitrine.rag._generator import ExtractiveGenerator, GeneratedAnswer, Generator
+from vitrine.rag._ingest import ingest
+from vitrine.rag._metrics import Metric
+from vitrine.rag._pipeline import EvalOutcome
+from vitrine.rag._vectorstore import RetrievedChunk, VectorStore
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -63,10 +63,10 @@ def test_the_probe_shares_no_code_with_the_calibration_negatives():
     imported = {
         node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
     }
-    assert "vitrine.rag.facts" not in imported
-    assert "vitrine.rag.calibrate" not in imported
+    assert "vitrine.rag._facts" not in imported
+    assert "vitrine.rag._calibrate" not in imported
     assert not any(
-        getattr(v, "__module__", "") == "vitrine.rag.facts" for v in vars(edits).values()
+        getattr(v, "__module__", "") == "vitrine.rag._facts" for v in vars(edits).values()
     )
 
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from vitrine.outcomes import ExitCode, MeasurementState, Observation
-from vitrine.providers.base import ChatCompletion, ChatRequest, Provenance
-from vitrine.rag.generator import GeneratedAnswer
-from vitrine.rag.metrics import (
+from vitrine._outcomes import ExitCode, MeasurementState, Observation
+from vitrine.providers._base import ChatCompletion, ChatRequest, Provenance
+from vitrine.rag._generator import GeneratedAnswer
+from vitrine.rag._metrics import (
     HeuristicScorer,
     LlmScorer,
     Method,
@@ -23,8 +23,8 @@ from vitrine.rag.metrics import (
     context_precision,
     context_recall_ids,
 )
-from vitrine.rag.pipeline import gate_exit_code
-from vitrine.rag.vectorstore import RetrievedChunk
+from vitrine.rag._pipeline import gate_exit_code
+from vitrine.rag._vectorstore import RetrievedChunk
 
 THRESHOLDS = {m: 0.5 for m in Metric}
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.rag.chunking import load_knowledge_base
-from vitrine.rag.command import main
-from vitrine.rag.ingest import ingest
-from vitrine.rag.metrics import context_recall_ids
-from vitrine.rag.pipeline import retrieve
+from vitrine.rag._chunking import load_knowledge_base
+from vitrine.rag._command import main
+from vitrine.rag._ingest import ingest
+from vitrine.rag._metrics import context_recall_ids
+from vitrine.rag._pipeline import retrieve
 
 REMOVED_PAGE = "delivery-options.md"
 
@@ -173,7 +173,7 @@ def test_bad_arguments_exit_2(argv, capsys):
 
 
 def test_rendered_html_escapes_untrusted_answers():
-    from vitrine.rag.report import render_html
+    from vitrine.rag._report import render_html
 
     report = {
         "exit_code": 0,

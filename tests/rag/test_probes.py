@@ -13,20 +13,20 @@ from collections.abc import Sequence
 import pytest
 from rag_judging import failed_gates, judge
 
-from vitrine.outcomes import ExitCode
-from vitrine.rag.chunking import KnowledgeBase
-from vitrine.rag.dataset import DatasetItem, RagThresholds, load_thresholds
-from vitrine.rag.facts import falsify
-from vitrine.rag.generator import (
+from vitrine._outcomes import ExitCode
+from vitrine.rag._chunking import KnowledgeBase
+from vitrine.rag._dataset import DatasetItem, RagThresholds, load_thresholds
+from vitrine.rag._facts import falsify
+from vitrine.rag._generator import (
     ABSTENTION_TEXT,
     ExtractiveGenerator,
     GeneratedAnswer,
     Generator,
 )
-from vitrine.rag.ingest import ingest
-from vitrine.rag.metrics import Metric
-from vitrine.rag.pipeline import EvalOutcome
-from vitrine.rag.vectorstore import RetrievedChunk, VectorStore
+from vitrine.rag._ingest import ingest
+from vitrine.rag._metrics import Metric
+from vitrine.rag._pipeline import EvalOutcome
+from vitrine.rag._vectorstore import RetrievedChunk, VectorStore
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from vitrine.rag.ingest import ingest
-from vitrine.rag.metrics import answer_correctness, context_precision, context_recall_ids
-from vitrine.rag.pipeline import retrieve
+from vitrine.rag._ingest import ingest
+from vitrine.rag._metrics import answer_correctness, context_precision, context_recall_ids
+from vitrine.rag._pipeline import retrieve
 
 ragas = pytest.importorskip("ragas", reason="the optional 'ragas' extra is not installed")
 pytest.importorskip("rapidfuzz", reason="RAGAS's non-LLM metrics need rapidfuzz")

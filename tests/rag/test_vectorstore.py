@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vitrine.rag.chunking import Chunk, load_knowledge_base
-from vitrine.rag.ingest import ingest
-from vitrine.rag.vectorstore import StoredRow, VectorStore
+from vitrine.rag._chunking import Chunk, load_knowledge_base
+from vitrine.rag._ingest import ingest
+from vitrine.rag._vectorstore import StoredRow, VectorStore
 
 
 class AxisEmbedder:
@@ -92,8 +92,8 @@ def test_a_second_process_reuses_the_running_server_and_its_data(
     script = textwrap.dedent(
         f"""
         from pathlib import Path
-        from vitrine.rag.database import database_url
-        from vitrine.rag.vectorstore import VectorStore
+        from vitrine.rag._database import database_url
+        from vitrine.rag._vectorstore import VectorStore
         with VectorStore(database_url(Path({str(vitrine_home)!r}))) as store:
             print(",".join(store.ids("t_shared")))
         """
@@ -144,8 +144,8 @@ def test_sigterm_stops_the_embedded_server(tmp_path: Path, stuck: bool, message:
     script = textwrap.dedent(
         f"""
         import sys, time
-        from vitrine.rag import command
-        from vitrine.rag.database import database_url
+        from vitrine.rag import _command as command
+        from vitrine.rag._database import database_url
         from pathlib import Path
 
         command._TERM_GRACE_S = 1.0

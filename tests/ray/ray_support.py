@@ -18,11 +18,11 @@ from vitrine import (
     Case,
     ChanceFloor,
     Observation,
-    RunResult,
     SubjectResponse,
     admit,
     check,
 )
+from vitrine.runs import RunResult
 
 # Every Ray test starts or joins a cluster: one xdist worker runs them all (`--dist loadgroup`),
 # so two clusters never start at once, and `-m "not ray"` leaves them out.

@@ -11,7 +11,7 @@ import pytest
 from ray_support import ARITHMETIC, definition, row_facts
 
 import vitrine
-from vitrine.bench.executors import (
+from vitrine._bench.executors import (
     LOCAL,
     ExecutorError,
     ExecutorUnavailableError,
@@ -19,7 +19,7 @@ from vitrine.bench.executors import (
     executor_scope,
     use_executor,
 )
-from vitrine.bench.runner import run_benchmark
+from vitrine._bench.runner import run_benchmark
 from vitrine.store import RunStore
 
 

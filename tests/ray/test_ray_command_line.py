@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from vitrine.cli import main
+from vitrine._cli import main
 
 
 def run(argv, capsys):

@@ -22,11 +22,11 @@ from ray_support import (  # noqa: E402
 
 import vitrine  # noqa: E402
 from vitrine import Arm, SubjectResponse  # noqa: E402
-from vitrine.bench.executors import ExecutorError  # noqa: E402
-from vitrine.bench.ray_executor import RayExecutor, start_local_ray  # noqa: E402
-from vitrine.bench.runner import run_benchmark  # noqa: E402
+from vitrine._bench.executors import ExecutorError  # noqa: E402
+from vitrine._bench.ray_executor import RayExecutor, start_local_ray  # noqa: E402
+from vitrine._bench.runner import run_benchmark  # noqa: E402
 from vitrine.store import RunStore  # noqa: E402
-from vitrine.store.reader import load_run  # noqa: E402
+from vitrine.store._reader import load_run  # noqa: E402
 
 pytestmark = RAY_TESTS
 

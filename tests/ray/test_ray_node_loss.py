@@ -19,11 +19,11 @@ from ray_support import (  # noqa: E402
 )
 
 from vitrine import Arm  # noqa: E402
-from vitrine.bench.ray_executor import LOOPBACK, RayExecutor, loopback_only  # noqa: E402
-from vitrine.bench.retry import RetryPolicy  # noqa: E402
-from vitrine.bench.runner import run_benchmark  # noqa: E402
+from vitrine._bench.ray_executor import LOOPBACK, RayExecutor, loopback_only  # noqa: E402
+from vitrine._bench.retry import RetryPolicy  # noqa: E402
+from vitrine._bench.runner import run_benchmark  # noqa: E402
 from vitrine.store import RunStore  # noqa: E402
-from vitrine.store.reader import load_run  # noqa: E402
+from vitrine.store._reader import load_run  # noqa: E402
 
 pytestmark = RAY_TESTS
 

@@ -5,16 +5,16 @@ import json
 
 import pytest
 
-from vitrine.providers.base import ChatCompletion, Provenance
-from vitrine.redteam.adaptive import (
+from vitrine.providers._base import ChatCompletion, Provenance
+from vitrine.redteam._adaptive import (
     AdaptiveConfig,
     ScriptedAttacker,
     load_goals,
     run_adaptive,
     run_adaptive_campaign,
 )
-from vitrine.redteam.campaign import callable_target
-from vitrine.redteam.model import FailureStage, Outcome, TargetReply
+from vitrine.redteam._campaign import callable_target
+from vitrine.redteam._model import FailureStage, Outcome, TargetReply
 from vitrine_shop.redteam.target import REDTEAM_TARGET
 
 GOALS = load_goals(REDTEAM_TARGET.profile)

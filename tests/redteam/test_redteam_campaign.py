@@ -5,25 +5,25 @@ import asyncio
 
 import pytest
 
-from vitrine.bench.response import TokenUsage
-from vitrine.outcomes import ExitCode
-from vitrine.providers.base import (
+from vitrine._bench.response import TokenUsage
+from vitrine._outcomes import ExitCode
+from vitrine.providers._base import (
     ChatCompletion,
     ChatRequest,
     Provenance,
     ProviderError,
     ProviderFailure,
 )
-from vitrine.redteam.campaign import (
+from vitrine.redteam._campaign import (
     CampaignConfig,
     PlannedProbe,
     callable_target,
     run_campaign,
 )
-from vitrine.redteam.detectors import DetectorSpec
-from vitrine.redteam.judge import ChatModelSafetyJudge
-from vitrine.redteam.ledger import CallLedger, CeilingReached, CountingChatModel, WorkloadCeiling
-from vitrine.redteam.model import (
+from vitrine.redteam._detectors import DetectorSpec
+from vitrine.redteam._judge import ChatModelSafetyJudge
+from vitrine.redteam._ledger import CallLedger, CeilingReached, CountingChatModel, WorkloadCeiling
+from vitrine.redteam._model import (
     CampaignResult,
     FailureStage,
     Outcome,

@@ -6,11 +6,11 @@ import textwrap
 
 import pytest
 
-from vitrine.redteam.campaign import Execution
-from vitrine.redteam.cases import CATEGORIES, CaseFileError, CaseSpec, evaluate_case, load_cases
-from vitrine.redteam.ledger import CallLedger
-from vitrine.redteam.model import Outcome, TargetReply, ToolUse
-from vitrine.redteam.static import run_static_cases
+from vitrine.redteam._campaign import Execution
+from vitrine.redteam._cases import CATEGORIES, CaseFileError, CaseSpec, evaluate_case, load_cases
+from vitrine.redteam._ledger import CallLedger
+from vitrine.redteam._model import Outcome, TargetReply, ToolUse
+from vitrine.redteam._static import run_static_cases
 from vitrine_shop.redteam.target import CASES_PATH, REDTEAM_TARGET
 
 

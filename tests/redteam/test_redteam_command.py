@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from vitrine.cli import main
+from vitrine._cli import main
 
 CASE_FILE = """
 version: 1
@@ -231,7 +231,7 @@ def test_status_without_any_run_is_an_argument_error(tmp_path, capsys):
 def test_status_reads_an_older_run_without_unresolved_from_its_assertion_states(
     tmp_path, cases, capsys
 ):
-    from vitrine.redteam.runs import load_run, write_run
+    from vitrine.redteam._runs import load_run, write_run
 
     store = tmp_path / "store"
     main(["redteam", "run", str(cases), "--output", str(store)])

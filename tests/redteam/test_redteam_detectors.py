@@ -2,14 +2,14 @@
 
 import pytest
 
-from vitrine.redteam.detectors import (
+from vitrine.redteam._detectors import (
     DetectorSpec,
     contains_secret,
     detect,
     looks_like_refusal,
     verbatim_run,
 )
-from vitrine.redteam.model import Outcome, TargetReply, ToolUse
+from vitrine.redteam._model import Outcome, TargetReply, ToolUse
 
 CANARY = "VTR-CANARY-0123456789abcdef"
 PROMPT = (

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from vitrine.cli import main as vitrine_main
-from vitrine.outcomes import ExitCode
-from vitrine.plans.base import PlanRequest
-from vitrine.redteam.ledger import WorkloadCeiling
+from vitrine._cli import main as vitrine_main
+from vitrine._outcomes import ExitCode
+from vitrine._plans.base import PlanRequest
+from vitrine.redteam._ledger import WorkloadCeiling
 from vitrine.testing import FakeOpenAIServer, FakeReply, FakeToolCall
 from vitrine_shop.redteam.eval06 import Eval06Options, run_eval06
 

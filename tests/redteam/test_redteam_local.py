@@ -17,7 +17,7 @@ pytestmark = pytest.mark.local_model
 
 def _ready():
     pytest.importorskip("llama_cpp")
-    from vitrine.providers.local import default_model_available
+    from vitrine.providers._local import default_model_available
 
     available, why = default_model_available()
     if not available:

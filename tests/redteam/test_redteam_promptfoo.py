@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from vitrine.cli import main
-from vitrine.redteam.cases import CaseFileError, load_cases
+from vitrine._cli import main
+from vitrine.redteam._cases import CaseFileError, load_cases
 
 PROMPTFOO = """
 description: Baseline red-team cases

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from vitrine.cli import main
+from vitrine._cli import main
 
 CASE_FILE = """
 version: 1
@@ -142,7 +142,7 @@ def test_a_sign_off_whose_page_cannot_be_written_is_not_recorded(
 ):
     import errno
 
-    import vitrine.redteam.report as report
+    import vitrine.redteam._report as report
 
     store, directory = vulnerable_run
 
@@ -163,7 +163,7 @@ def test_a_sign_off_cut_short_by_a_full_disk_leaves_no_line(vulnerable_run, caps
     import errno
     import os
 
-    import vitrine.store.files as files
+    import vitrine.store._files as files
 
     store, directory = vulnerable_run
     real = os.write
@@ -222,7 +222,7 @@ def test_deleting_the_latest_run_is_detected(clean_then_vulnerable, capsys):
 
 
 def test_the_board_shows_a_refusal_page_for_a_tampered_run(vulnerable_run):
-    from vitrine.board.app import Board
+    from vitrine._board.app import Board
 
     store, directory = vulnerable_run
     path = directory / "redteam.json"
@@ -237,7 +237,7 @@ def test_the_board_shows_a_refusal_page_for_a_tampered_run(vulnerable_run):
 def test_a_board_sign_off_whose_page_cannot_be_written_is_not_recorded(vulnerable_run, monkeypatch):
     import errno
 
-    import vitrine.board.app as app
+    import vitrine._board.app as app
 
     store, directory = vulnerable_run
 

@@ -3,9 +3,9 @@ vulnerable calibration model is compromised by each, and each by the family's ow
 
 import pytest
 
-from vitrine.redteam.attacks import CatalogueError, encode, load_attacks, parse_catalogue
-from vitrine.redteam.campaign import plan_attacks, run_campaign
-from vitrine.redteam.model import Intensity, Outcome, Surface
+from vitrine.redteam._attacks import CatalogueError, encode, load_attacks, parse_catalogue
+from vitrine.redteam._campaign import plan_attacks, run_campaign
+from vitrine.redteam._model import Intensity, Outcome, Surface
 from vitrine_shop.redteam.target import REDTEAM_TARGET
 
 FAMILIES = {

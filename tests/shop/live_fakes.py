@@ -8,10 +8,16 @@ import concurrent.futures
 import json
 from pathlib import Path
 
-from vitrine import ChatCompletion, ChatMessage, ChatRequest, ProviderError, ProviderFailure
-from vitrine.bench.response import TokenUsage
-from vitrine.providers.base import Provenance, ResponseFormat, ToolCallRequest, ToolSpec
-from vitrine.testing.openai_server import FakeReply, FakeRequest
+from vitrine._bench.response import TokenUsage
+from vitrine.providers import (
+    ChatCompletion,
+    ChatMessage,
+    ChatRequest,
+    ProviderError,
+    ProviderFailure,
+)
+from vitrine.providers._base import Provenance, ResponseFormat, ToolCallRequest, ToolSpec
+from vitrine.testing._openai_server import FakeReply, FakeRequest
 from vitrine_shop.scripted import ScriptedFaults, ScriptedShopModel
 from vitrine_shop.workflow.stages import MODEL_STAGES
 
@@ -189,7 +195,7 @@ def scripted_reply(request: FakeRequest) -> FakeReply:
         asyncio.run, ScriptedShopModel().complete(chat_request(body))
     ).result()
     if completion.tool_calls:
-        from vitrine.testing.openai_server import FakeToolCall
+        from vitrine.testing._openai_server import FakeToolCall
 
         return FakeReply.tools(
             *(FakeToolCall(c.name, c.arguments, c.id) for c in completion.tool_calls),

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from vitrine.bench.response import SubjectResponse, TokenUsage, ToolCallStatus
-from vitrine.providers.base import (
+from vitrine._bench.response import SubjectResponse, TokenUsage, ToolCallStatus
+from vitrine.providers._base import (
     ChatCompletion,
     ChatRequest,
     Provenance,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vitrine import ExitCode, Mutant
+from vitrine import ExitCode
+from vitrine.mutants import Mutant
 from vitrine.store import RunStore
 from vitrine_shop.evals.mutants import CATALOGUE
 from vitrine_shop.evals.mutants.agent_side import AGENT_MUTANTS

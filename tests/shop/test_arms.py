@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from vitrine.bench.model import Arm, Case
-from vitrine.bench.response import SubjectResponse, ToolCallStatus
+from vitrine._bench.model import Arm, Case
+from vitrine._bench.response import SubjectResponse, ToolCallStatus
 from vitrine_shop.arms import (
     OFFLINE_CASE_IDS,
     ablated_memory_agent_arm,
@@ -156,7 +156,7 @@ def test_poison_reaches_only_the_named_tools() -> None:
 
 
 def test_cases_are_json_representable_for_the_definition_hash() -> None:
-    from vitrine.bench.model import canonical_json
+    from vitrine._bench.model import canonical_json
 
     cases: list[Case] = [*offline_benchmark_cases(), recall_case()]
     for case in cases:

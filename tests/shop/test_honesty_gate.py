@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.reports.model import BenchmarkSection
-from vitrine.reports.sections import recompute_claims
+from vitrine.reports._model import BenchmarkSection
+from vitrine.reports._sections import recompute_claims
 from vitrine.store import RunStore
 from vitrine_shop.evals.claims_audit import evaluate_honesty
 from vitrine_shop.evals.mutants.workflow_side import WORKFLOW_MUTANTS

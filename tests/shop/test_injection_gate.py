@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from vitrine import MeasurementState, RunResult, SubjectResponse, ToolCallRecord, ToolCallStatus
+from vitrine import SubjectResponse, ToolCallRecord
+from vitrine.checks import MeasurementState
+from vitrine.runs import RunResult
 from vitrine.store import RunStore
+from vitrine.subjects import ToolCallStatus
 from vitrine_shop.arms import scripted_agent_arm
 from vitrine_shop.evals.agent_evidence import observe_injection, probe_arm
 from vitrine_shop.evals.benchmarks import injection_definition

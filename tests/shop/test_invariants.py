@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from vitrine_shop import agent as agent_module
-from vitrine_shop import interests, memory, operations, screen, tools
+from vitrine_shop import agent as agent_module, interests, memory, operations, screen, tools
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.exploration import (
     careless_cases,
@@ -741,13 +740,13 @@ def test_a_census_that_hands_over_a_stages_first_visit_is_seen(monkeypatch):
 
 
 def _a_refused_request_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vitrine.providers.base import ProviderError
+    from vitrine.providers._base import ProviderError
 
     monkeypatch.setattr(ProviderError, "retryable", property(lambda self: True))
 
 
 def _every_fallback_called_a_content_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vitrine.bench.response import StageAttemptCensus
+    from vitrine._bench.response import StageAttemptCensus
 
     original = StageAttemptCensus.from_attempts.__func__  # type: ignore[attr-defined]
 

@@ -6,7 +6,7 @@ import pytest
 from live_fakes import live_env, receipt, scripted_reply
 
 from vitrine import ExitCode, PlanRequest, UsageError
-from vitrine.budget import Price, SpendCeiling
+from vitrine._budget import Price, SpendCeiling
 from vitrine.testing import FakeOpenAIServer
 from vitrine_shop.evals.live.plans import EVAL01, EVAL03
 from vitrine_shop.evals.live.session import LiveOptions, run_live_plan
@@ -97,7 +97,7 @@ async def test_a_cost_ceiling_is_enforced_from_declared_prices(tmp_path):
 
 
 def test_the_command_line_applies_max_tokens_and_exits_by_the_rules(tmp_path, monkeypatch, capsys):
-    from vitrine.cli import main
+    from vitrine._cli import main
 
     with FakeOpenAIServer(scripted_reply) as server:
         for name, value in live_env(server, VITRINE_JUDGE_ADMISSION="skip").items():

@@ -15,10 +15,10 @@ import sys
 
 import pytest
 
-from vitrine.bench.response import TokenUsage
-from vitrine.judge.admission import admit_judge
-from vitrine.judge.base import Criterion, CriterionVerdict, JudgeResult
-from vitrine.providers.base import ChatCompletion, ChatRequest, Provenance, ToolCallRequest
+from vitrine._bench.response import TokenUsage
+from vitrine.judge._admission import admit_judge
+from vitrine.judge._base import Criterion, CriterionVerdict, JudgeResult
+from vitrine.providers._base import ChatCompletion, ChatRequest, Provenance, ToolCallRequest
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.arms import shared_services
 from vitrine_shop.catalogue import load_catalogue
@@ -109,9 +109,9 @@ async def test_the_offline_judge_that_vitrine_all_uses_is_admitted_on_its_scenar
 
 _LOCAL_ADMISSION = """
 import asyncio, json, sys
-from vitrine.judge.admission import admit_judge
-from vitrine.judge.llm import LLMJudge
-from vitrine.providers.config import ProviderConfig, create_chat_model
+from vitrine.judge._admission import admit_judge
+from vitrine.judge._llm import LLMJudge
+from vitrine.providers._config import ProviderConfig, create_chat_model
 from vitrine_shop.evals.live.calibration import examples_for
 from vitrine_shop.evals.live.definition import judge_input
 from vitrine_shop.scenarios import load_scenarios
@@ -128,7 +128,7 @@ print(json.dumps(admission.to_dict()))
 @pytest.mark.local_model
 def test_the_packaged_135m_judge_is_refused_for_the_hard_negatives_it_passes(tmp_path) -> None:
     pytest.importorskip("llama_cpp")
-    from vitrine.providers.local import default_model_available
+    from vitrine.providers._local import default_model_available
 
     available, why = default_model_available()
     if not available:

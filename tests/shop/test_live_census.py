@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from vitrine.bench.response import StageAttemptCensus
-from vitrine.judge.base import Criterion, JudgeResult
-from vitrine.outcomes import MeasurementState
+from vitrine._bench.response import StageAttemptCensus
+from vitrine._outcomes import MeasurementState
+from vitrine.judge._base import Criterion, JudgeResult
 from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.live.definition import QUALITY_KEY, LiveBindings, live_definition

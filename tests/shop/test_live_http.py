@@ -19,7 +19,7 @@ from live_fakes import (
 )
 
 from vitrine import ExitCode, PlanRequest
-from vitrine.testing.openai_server import FakeOpenAIServer, FakeReply, FakeToolCall
+from vitrine.testing._openai_server import FakeOpenAIServer, FakeReply, FakeToolCall
 from vitrine_shop.evals.live.plans import EVAL01, EVAL02, EVAL03, EVAL04
 from vitrine_shop.evals.live.session import LiveOptions, run_live_plan
 
@@ -168,7 +168,7 @@ async def test_eval04_with_four_repetitions_over_http_applies_the_wilson_rule(tm
 def test_the_cli_without_configuration_calls_nothing_and_exits_4(tmp_path, monkeypatch, capsys):
     import os
 
-    from vitrine.cli import main
+    from vitrine._cli import main
 
     for name in list(os.environ):
         if name.startswith(("OPENAI_", "AZURE_", "VITRINE_")):

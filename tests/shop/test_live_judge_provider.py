@@ -8,9 +8,9 @@ import pytest
 from live_fakes import calibration_reply, live_env, receipt, scripted_reply, verdicts
 
 from vitrine import ExitCode, PlanRequest
-from vitrine.cli import main
+from vitrine._cli import main
 from vitrine.testing import FakeOpenAIServer, FakeReply
-from vitrine.testing.anthropic_server import FakeAnthropicServer
+from vitrine.testing._anthropic_server import FakeAnthropicServer
 from vitrine_shop.evals.live.plans import EVAL01
 from vitrine_shop.evals.live.session import LiveOptions, run_live_plan
 

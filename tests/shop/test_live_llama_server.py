@@ -66,7 +66,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     for module in _SERVER_MODULES:
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed (pip install 'vitrine[local,live]')")
-    from vitrine.providers.local import SMOLLM2_135M_INSTRUCT
+    from vitrine.providers._local import SMOLLM2_135M_INSTRUCT
 
     available, why = SMOLLM2_135M_INSTRUCT.available()
     if not available:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.live_local
 
 def test_eval04_on_the_local_model_reports_honest_whole_trial_numbers(tmp_path):
     pytest.importorskip("llama_cpp")
-    from vitrine.providers.local import default_model_available
+    from vitrine.providers._local import default_model_available
 
     available, why = default_model_available()
     if not available:

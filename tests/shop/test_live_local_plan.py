@@ -16,7 +16,7 @@ import pytest
 
 def test_eval01_on_the_local_model_completes_with_an_honest_receipt(tmp_path):
     pytest.importorskip("llama_cpp")
-    from vitrine.providers.local import default_model_available
+    from vitrine.providers._local import default_model_available
 
     available, why = default_model_available()
     if not available:

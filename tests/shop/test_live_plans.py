@@ -258,8 +258,8 @@ async def test_a_cancelled_session_persists_an_infrastructure_receipt(tmp_path):
 
 
 async def test_every_progress_start_has_its_terminal_event(tmp_path):
-    from vitrine.bench.events import RunCompleted, RunStarted, TrialCompleted, TrialStarted
-    from vitrine.progress import NodeEnded, NodeStarted
+    from vitrine._bench.events import RunCompleted, RunStarted, TrialCompleted, TrialStarted
+    from vitrine._progress import NodeEnded, NodeStarted
 
     events = []
     req = PlanRequest(

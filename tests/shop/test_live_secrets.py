@@ -15,8 +15,8 @@ import pytest
 from live_fakes import CANARY_KEY, is_judge, is_stage, live_env, receipt, scripted_reply
 
 from vitrine import ExitCode, PlanOutcome, PlanRequest, tracing
-from vitrine.board.export import export_board
-from vitrine.testing.openai_server import FakeOpenAIServer, FakeReply, FakeRequest
+from vitrine._board.export import export_board
+from vitrine.testing._openai_server import FakeOpenAIServer, FakeReply, FakeRequest
 from vitrine_shop.evals.live.plans import EVAL01
 from vitrine_shop.evals.live.session import LiveOptions, run_live_plan
 
@@ -59,7 +59,7 @@ def spans():
     pytest.importorskip("opentelemetry.sdk")
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from vitrine.tracing.settings import TraceSettings
+    from vitrine.tracing._settings import TraceSettings
 
     exporter = InMemorySpanExporter()
     settings = TraceSettings("http://127.0.0.1:9/v1/traces", capture_content=True)
@@ -129,8 +129,8 @@ async def test_a_base_url_with_credentials_is_refused_in_a_sentence_before_any_c
 async def test_vitrine_serve_streams_the_answer_without_its_credentials(monkeypatch):
     import httpx
 
-    from vitrine.service.app import ServiceConfig, create_app
-    from vitrine.service.protocol import ServiceOptions
+    from vitrine.service._app import ServiceConfig, create_app
+    from vitrine.service._protocol import ServiceOptions
     from vitrine_shop.served_assistant import create_assistant
 
     with FakeOpenAIServer(leaky_reply) as server:
@@ -155,7 +155,7 @@ async def test_vitrine_serve_streams_the_answer_without_its_credentials(monkeypa
 
 
 def test_a_model_built_on_a_credentialed_url_is_refused_in_python_too():
-    from vitrine.providers.openai_compat import OpenAICompatibleModel
+    from vitrine.providers._openai_compat import OpenAICompatibleModel
 
     with pytest.raises(ValueError, match=r"base_url holds credentials \(user:password@\)"):
         OpenAICompatibleModel(

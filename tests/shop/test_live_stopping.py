@@ -5,8 +5,8 @@ import json
 from live_fakes import FakeJudge, PaidScripted, receipt, verdicts
 
 from vitrine import ExitCode, PlanRequest
-from vitrine.multiplicity import benjamini_hochberg, holm, paired_difference
-from vitrine.power import paired_power, wilson_min_successes
+from vitrine._multiplicity import benjamini_hochberg, holm, paired_difference
+from vitrine._power import paired_power, wilson_min_successes
 from vitrine_shop.evals.live.plans import EVAL03, EVAL04, EVAL05
 from vitrine_shop.evals.live.session import LiveModels, LiveOptions, run_live_plan
 

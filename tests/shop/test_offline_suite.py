@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vitrine import Arm, Case, ExitCode, SubjectResponse
-from vitrine.cli import main
+from vitrine._cli import main
 from vitrine.store import RunStore, load_run
 from vitrine_shop.evals.evidence import ShopUnderTest
 from vitrine_shop.evals.offline import OFFLINE_NODES, replace_catalogue, run_offline_suite
@@ -188,7 +188,7 @@ def test_report_switches_write_the_reports_where_asked(tmp_path):
 
 
 async def test_a_model_answer_with_a_script_tag_is_shown_as_text(tmp_path):
-    from vitrine.reports.html import render_html
+    from vitrine.reports._html import render_html
     from vitrine_shop.evals.offline import build_report
 
     run = await run_offline_suite(RunStore(tmp_path))

@@ -6,8 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from vitrine import RunResult, SubjectResponse, ToolCallRecord, ToolCallStatus
+from vitrine import SubjectResponse, ToolCallRecord
+from vitrine.runs import RunResult
 from vitrine.store import RunStore
+from vitrine.subjects import ToolCallStatus
 from vitrine_shop.arms import scripted_agent_arm
 from vitrine_shop.catalogue import load_catalogue
 from vitrine_shop.evals.agent_evidence import observe_recall

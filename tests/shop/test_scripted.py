@@ -8,8 +8,8 @@ from unittest import mock
 
 import pytest
 
-from vitrine.bench.response import TokenUsage
-from vitrine.providers.base import (
+from vitrine._bench.response import TokenUsage
+from vitrine.providers._base import (
     ChatMessage,
     ChatModel,
     ChatRequest,

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from vitrine.bench.response import ToolCallStatus
+from vitrine._bench.response import ToolCallStatus
 from vitrine.mutants import ToolCall, ToolNext, ToolOutput, generate_mutants
 from vitrine_shop import interests, prompts, scripted, tools
 from vitrine_shop.agent import ShopAgent

@@ -24,7 +24,7 @@ def test_a_cold_offline_suite_never_loads_the_model(tmp_path):
         f"""
         import asyncio, sys
         from pathlib import Path
-        from vitrine.plans.base import PlanRequest
+        from vitrine._plans.base import PlanRequest
         from vitrine_shop.evals.offline import run_mode
 
         request = PlanRequest(plan="offline-suite", output=Path({str(tmp_path / "store")!r}))

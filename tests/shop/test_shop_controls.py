@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vitrine import ExitCode
-from vitrine.cli import main
+from vitrine._cli import main
 from vitrine.controls import ManifestError, OutcomeState, ScopeClass, load_manifest, run_control
 from vitrine.store import RunStore
 from vitrine_shop.evals.controls import (

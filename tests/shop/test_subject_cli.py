@@ -83,7 +83,7 @@ def test_live_embedding_flags_change_the_cost_lane_and_need_confirmation(flag, c
 
 
 def test_the_one_cost_rule():
-    from vitrine.cost import confirmation_refusal
+    from vitrine._cost import confirmation_refusal
 
     assert confirmation_refusal("x calls a paid service", paid=True, confirmed=False) == (
         "x calls a paid service; add --confirm-paid"

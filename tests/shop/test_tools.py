@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from vitrine.bench.response import ToolCallStatus
+from vitrine._bench.response import ToolCallStatus
 from vitrine_shop.domain import SHOP_TOOL_NAMES
 from vitrine_shop.embeddings import HashingEmbedder
 from vitrine_shop.operations import ShopServices

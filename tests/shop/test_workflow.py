@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from vitrine.bench.response import (
+from vitrine._bench.response import (
     AttemptOutcome,
     ImpossibleCensusError,
     StageAttemptCensus,
@@ -18,7 +18,7 @@ from vitrine.bench.response import (
     TokenUsage,
     validate_stage_set,
 )
-from vitrine.providers.base import (
+from vitrine.providers._base import (
     ChatCompletion,
     ChatRequest,
     Provenance,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vitrine import ExitCode
-from vitrine.plans.base import PlanRequest
+from vitrine._plans.base import PlanRequest
 from vitrine_shop import arms
 from vitrine_shop.catalogue import load_catalogue
 from vitrine_shop.evals.catalogue_schema import evaluate_catalogue_shape

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from tracing_support import TRACING_VARIABLES, start_receiver
 
-from vitrine.cli import main
-from vitrine.outcomes import ExitCode
+from vitrine._cli import main
+from vitrine._outcomes import ExitCode
 
 _IMPORTED = (
     "import sys\n"
-    "from vitrine.cli import main\n"
+    "from vitrine._cli import main\n"
     "code = main({argv!r})\n"
     "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'opentelemetry')\n"
     "print('OTEL-MODULES', len(loaded), code)\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tracing_support import TRACING_VARIABLES, Receiver, attributes, needs_otel, start_receiver
 
-from vitrine.cli import main
+from vitrine._cli import main
 
 pytestmark = needs_otel
 
@@ -185,7 +185,7 @@ def test_each_sealed_run_records_its_trace_id(traced_suite):
 
 
 def test_the_boards_run_page_shows_the_runs_trace_id(traced_suite):
-    from vitrine.board.app import Board
+    from vitrine._board.app import Board
 
     _, _, store = traced_suite
     board = Board(Path(store))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tracing_support import needs_otel
 
-from vitrine.cli import main
+from vitrine._cli import main
 
 pytestmark = needs_otel
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from tracing_support import needs_otel, start_receiver
 
-from vitrine.cli import dispatch_plan
-from vitrine.plans.validation import PlanOptions, validate
-from vitrine.suite import DEFAULT_SUITE, load_suite
+from vitrine._cli import dispatch_plan
+from vitrine._plans.validation import PlanOptions, validate
+from vitrine._suite import DEFAULT_SUITE, load_suite
 
 pytestmark = needs_otel
 

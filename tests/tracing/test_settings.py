@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from vitrine.tracing import TracingConfigError, resolve_settings
-from vitrine.tracing.langfuse import Score
+from vitrine.tracing._langfuse import Score
 
 LANGFUSE = {
     "LANGFUSE_PUBLIC_KEY": "pk-lf-1",

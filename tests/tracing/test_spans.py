@@ -8,8 +8,9 @@ import pytest
 from tracing_support import needs_otel, start_receiver
 
 from vitrine import tracing
-from vitrine.bench.response import TokenUsage
-from vitrine.providers.base import (
+from vitrine._bench.response import TokenUsage
+from vitrine._redact import forget_secrets
+from vitrine.providers._base import (
     ChatCompletion,
     ChatMessage,
     ChatRequest,
@@ -17,10 +18,9 @@ from vitrine.providers.base import (
     ProviderError,
     ProviderFailure,
 )
-from vitrine.providers.retry import RetryPolicy, call_with_retry
-from vitrine.redact import forget_secrets
-from vitrine.tracing.langfuse import Score, ScoreSender
-from vitrine.tracing.settings import LangfuseTarget, TraceSettings
+from vitrine.providers._retry import RetryPolicy, call_with_retry
+from vitrine.tracing._langfuse import Score, ScoreSender
+from vitrine.tracing._settings import LangfuseTarget, TraceSettings
 
 SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
 

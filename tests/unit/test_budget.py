@@ -13,9 +13,6 @@ from vitrine import (
     BenchmarkDefinition,
     Case,
     ChanceFloor,
-    ChatCompletion,
-    ChatMessage,
-    ChatRequest,
     ExitCode,
     Observation,
     SubjectResponse,
@@ -23,8 +20,8 @@ from vitrine import (
     check,
     evaluate,
 )
-from vitrine.bench.response import TokenUsage
-from vitrine.budget import (
+from vitrine._bench.response import TokenUsage
+from vitrine._budget import (
     BudgetReached,
     MeteredModel,
     Price,
@@ -33,8 +30,9 @@ from vitrine.budget import (
     SpendMeter,
     load_price_table,
 )
-from vitrine.cli import main as cli_main
-from vitrine.providers.base import Provenance
+from vitrine._cli import main as cli_main
+from vitrine.providers import ChatCompletion, ChatMessage, ChatRequest
+from vitrine.providers._base import Provenance
 
 
 class Model:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.ci.workflows import CiSettings, render_workflows
-from vitrine.cli import main
-from vitrine.suite import DEFAULT_SUITE
+from vitrine._ci.workflows import CiSettings, render_workflows
+from vitrine._cli import main
+from vitrine._suite import DEFAULT_SUITE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,9 +27,9 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 PROJECT = CiSettings(suite=DEFAULT_SUITE, install="pip install -e '.[{extras}]'")
 
 TOY_SUITE = """
-from vitrine.outcomes import ExitCode
-from vitrine.plans.base import PlanOutcome, plan
-from vitrine.suite import Suite
+from vitrine._outcomes import ExitCode
+from vitrine._plans.base import PlanOutcome, plan
+from vitrine._suite import Suite
 
 
 @plan("offline")

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.cli import main
+from vitrine._cli import main
 
 HEAVY = ("scipy", "rich", "pydantic", "numpy", "torch")
 
 TOY_SUITE = '''
 from pathlib import Path
 
-from vitrine.outcomes import ExitCode
-from vitrine.plans.base import FunctionPlan, PlanKind, PlanOutcome, RepetitionRule, plan
-from vitrine.suite import ScenarioInfo, Suite
+from vitrine._outcomes import ExitCode
+from vitrine._plans.base import FunctionPlan, PlanKind, PlanOutcome, RepetitionRule, plan
+from vitrine._suite import ScenarioInfo, Suite
 
 REQUESTS = []
 
@@ -265,8 +265,14 @@ def test_version_and_help_exit_zero(capsys):
         (["--list-plans", "--all"], "--list-plans runs nothing, so it takes only --suite"),
         (["--scenario", "all"], "nothing to run: choose --all"),
         (["--suite", "no_such_module_xyz:SUITE", "--all"], "no module named 'no_such_module_xyz'"),
-        (["--suite", "vitrine.cli:NOPE", "--all"], "module 'vitrine.cli' has no attribute 'NOPE'"),
-        (["--suite", "vitrine.cli:main", "--all"], "vitrine.cli.main is a function, not a vitrine"),
+        (
+            ["--suite", "vitrine._cli:NOPE", "--all"],
+            "module 'vitrine._cli' has no attribute 'NOPE'",
+        ),
+        (
+            ["--suite", "vitrine._cli:main", "--all"],
+            "vitrine._cli.main is a function, not a vitrine",
+        ),
         (["--suite", "not a module", "--all"], "--suite expects module:attr"),
     ],
 )
@@ -300,8 +306,8 @@ def test_well_formed_requests_for_unbuilt_plans_are_refused_with_the_reason(
     tmp_path, monkeypatch, capsys
 ):
     (tmp_path / "unbuilt_suite.py").write_text(
-        "from vitrine.plans.base import FunctionPlan, PlanKind\n"
-        "from vitrine.suite import Suite\n"
+        "from vitrine._plans.base import FunctionPlan, PlanKind\n"
+        "from vitrine._suite import Suite\n"
         "SUITE = Suite('unbuilt', {'later-plan': FunctionPlan('later-plan', PlanKind.LIVE, 'd', "
         "paid=True, unavailable_reason='the live lane arrives in the next release')}, {})\n"
     )
@@ -326,7 +332,7 @@ def test_list_plans_shows_every_plan_with_its_rules(capsys):
     ):
         assert name in out
     assert "repetitions 4-100, default 5" in out
-    from vitrine.suite import load_suite
+    from vitrine._suite import load_suite
 
     for declared in load_suite().plans.values():
         if not declared.available:
@@ -445,7 +451,7 @@ def test_help_and_refusals_import_no_heavy_module(argv):
     result = _python(
         f"""
         import sys
-        from vitrine.cli import main
+        from vitrine._cli import main
         main({argv!r})
         heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))
         print('HEAVY=' + ','.join(heavy))

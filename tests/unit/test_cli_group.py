@@ -13,18 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from vitrine import cli
-from vitrine.cli import ALIASES, COMMANDS, PLAN_COMMANDS, SUBCOMMANDS, main
-from vitrine.commandline import CommandRefusal, print_error
-from vitrine.outcomes import ExitCode
+from vitrine import _cli as cli
+from vitrine._cli import ALIASES, COMMANDS, PLAN_COMMANDS, SUBCOMMANDS, main
+from vitrine._commandline import CommandRefusal, print_error
+from vitrine._outcomes import ExitCode
 
 SRC = Path(cli.__file__).resolve().parent
 ERROR_LINE = re.compile(r"^vitrine(?: [\w-]+)*: error: \S.*\S$")
 
 TOY_SUITE = """
-from vitrine.outcomes import ExitCode
-from vitrine.plans.base import PlanOutcome, plan
-from vitrine.suite import Suite
+from vitrine._outcomes import ExitCode
+from vitrine._plans.base import PlanOutcome, plan
+from vitrine._suite import Suite
 
 REQUESTS = []
 
@@ -164,7 +164,7 @@ def test_help_of_every_command_imports_no_heavy_module():
     script = textwrap.dedent(
         f"""
         import contextlib, io, sys
-        from vitrine.cli import main
+        from vitrine._cli import main
         for name in {list(COMMANDS)!r}:
             with contextlib.redirect_stdout(io.StringIO()):
                 assert main([name, "--help"]) == 0, name
@@ -227,7 +227,7 @@ def _stray_exit_codes(path: Path) -> list[str]:
 
 def test_no_module_spells_an_exit_code_as_a_bare_number():
     stray = [line for path in _modules() for line in _stray_exit_codes(path)]
-    assert stray == [], "use vitrine.outcomes.ExitCode:\n" + "\n".join(stray)
+    assert stray == [], "use vitrine._outcomes.ExitCode:\n" + "\n".join(stray)
 
 
 def test_the_exit_code_scan_finds_what_it_looks_for(tmp_path):

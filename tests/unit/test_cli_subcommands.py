@@ -2,9 +2,9 @@ import sys
 
 import pytest
 
-from vitrine import cli
-from vitrine.plans.base import FunctionPlan, PlanKind, PlanOutcome, UsageError
-from vitrine.suite import Suite
+from vitrine import _cli as cli
+from vitrine._plans.base import FunctionPlan, PlanKind, PlanOutcome, UsageError
+from vitrine._suite import Suite
 
 
 def test_a_subcommand_without_its_module_is_refused(monkeypatch, capsys):

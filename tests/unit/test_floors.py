@@ -1,10 +1,9 @@
 from math import comb
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from vitrine.floors import ChanceFloor, FloorKind, FloorNotDerivableError
+from vitrine._floors import ChanceFloor, FloorKind, FloorNotDerivableError
 
 
 def test_not_derivable_requires_a_reason():

@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.cli import main
-from vitrine.reports.model import SuiteReport
-from vitrine.reports.writer import write_reports
-from vitrine.store.files import append_line, read_json_lines, torn_path
-from vitrine.store.index import index_path, list_runs
-from vitrine.store.maintenance import inspect_store, sweep
+from vitrine._cli import main
+from vitrine.reports._model import SuiteReport
+from vitrine.reports._writer import write_reports
+from vitrine.store._files import append_line, read_json_lines, torn_path
+from vitrine.store._index import index_path, list_runs
+from vitrine.store._maintenance import inspect_store, sweep
 
 EXITING_SUITE = """
 import asyncio, os, signal, sys
-from vitrine.outcomes import ExitCode
-from vitrine.plans.base import PlanOutcome, plan
-from vitrine.suite import Suite
+from vitrine._outcomes import ExitCode
+from vitrine._plans.base import PlanOutcome, plan
+from vitrine._suite import Suite
 
 
 @plan("exits")
@@ -166,7 +166,7 @@ def test_a_closed_pipe_ends_quietly_with_the_commands_own_code():
     script = textwrap.dedent(
         """
         import sys
-        from vitrine.cli import main
+        from vitrine._cli import main
         sys.argv = ["vitrine", "--list-plans"]
         sys.exit(main())
         """
@@ -202,7 +202,7 @@ def _report() -> SuiteReport:
 
 
 def test_no_report_lands_when_one_of_its_files_cannot_be_written(tmp_path, monkeypatch):
-    import vitrine.reports.writer as writer
+    import vitrine.reports._writer as writer
 
     real = writer._stage_text
     calls = []
@@ -258,7 +258,7 @@ def test_runs_command_lists_and_reports_unsealed(tmp_path, capsys):
 
 
 def test_a_command_whose_extra_is_missing_names_the_install_command(monkeypatch, tmp_path, capsys):
-    import vitrine.cli as cli
+    import vitrine._cli as cli
 
     module = tmp_path / "needs_service_extra.py"
     module.write_text(
@@ -276,7 +276,7 @@ def test_a_command_whose_extra_is_missing_names_the_install_command(monkeypatch,
 
 
 def test_the_newest_runs_are_read_from_the_end_across_chunk_boundaries(tmp_path, monkeypatch):
-    import vitrine.store.index as index
+    import vitrine.store._index as index
 
     monkeypatch.setattr(index, "_CHUNK", 97)  # lines straddle many chunk boundaries
     path = index_path(tmp_path)
@@ -294,25 +294,8 @@ def test_the_newest_runs_are_read_from_the_end_across_chunk_boundaries(tmp_path,
     assert len(index.indexed_run_ids(tmp_path)) == 40
 
 
-def test_the_store_package_exports_resolve_and_match_its_type_checking_imports():
-    import ast
-
-    import vitrine.store as store
-
-    source = Path(store.__file__).read_text(encoding="utf-8")
-    guarded = {
-        alias.name
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("vitrine.")
-        for alias in node.names
-    }
-    assert guarded == set(store._EXPORTS) == set(store.__all__)
-    for name in store.__all__:
-        assert getattr(store, name) is not None
-
-
 def test_the_usage_hint_names_every_subcommand(capsys, monkeypatch):
-    import vitrine.cli as cli
+    import vitrine._cli as cli
 
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
     assert main([]) == 2

@@ -10,7 +10,7 @@ import pytest
 
 import vitrine
 from vitrine import Arm, BenchmarkDefinition, Case, ChanceFloor, Observation, admit, check
-from vitrine.redact import sanitize_text
+from vitrine._redact import sanitize_text
 from vitrine.subjects import (
     EndpointTimeoutError,
     HttpJsonSubject,
@@ -43,7 +43,7 @@ def definition(cases: int = 2) -> BenchmarkDefinition:
     )
 
 
-def rows_of(result: vitrine.EvalResult) -> list[vitrine.ScenarioRow]:
+def rows_of(result: vitrine.EvalResult) -> list[vitrine.runs.ScenarioRow]:
     return [row for run in result.runs for row in run.rows]
 
 
@@ -92,7 +92,7 @@ async def test_a_transient_failure_is_retried_and_counted(tmp_path, failure):
     assert result.retried_trials == 1
     (failed,) = result.runs[0].retries["case-0"]
     assert failed.category == "TransientEndpointError"
-    assert vitrine.load_run(result.run_dirs[0]).retries == result.runs[0].retries
+    assert vitrine.store.load_run(result.run_dirs[0]).retries == result.runs[0].retries
 
 
 async def test_a_slow_endpoint_times_out_as_a_retryable_timeout():

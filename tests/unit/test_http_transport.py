@@ -9,15 +9,15 @@ import warnings
 
 import pytest
 
-from vitrine.cli import missing_extra_hint
-from vitrine.providers.base import ProviderError, ProviderFailure
-from vitrine.providers.http_transport import (
+from vitrine._cli import missing_extra_hint
+from vitrine.providers._base import ProviderError, ProviderFailure
+from vitrine.providers._http_transport import (
     PooledJsonClient,
     environment_proxy,
     retry_after_s,
     status_error,
 )
-from vitrine.providers.retry import RetryAfterError
+from vitrine.providers._retry import RetryAfterError
 from vitrine.testing import FakeOpenAIServer, FakeReply
 
 _BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

@@ -2,10 +2,11 @@ import json
 
 import pytest
 
-from vitrine import ChatCompletion, ProviderError, ProviderFailure, TokenUsage
-from vitrine.judge.base import EXPLANATION_LIMIT, Criterion
-from vitrine.judge.llm import JUDGE_EXPLANATION_CHARS, LLMJudge, judge_schema
-from vitrine.providers.base import Provenance
+from vitrine.judge._base import EXPLANATION_LIMIT, Criterion
+from vitrine.judge._llm import JUDGE_EXPLANATION_CHARS, LLMJudge, judge_schema
+from vitrine.providers import ChatCompletion, ProviderError, ProviderFailure
+from vitrine.providers._base import Provenance
+from vitrine.subjects import TokenUsage
 
 CRITERIA = (
     Criterion("a", "first criterion"),

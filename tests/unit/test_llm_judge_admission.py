@@ -7,16 +7,16 @@ import random
 
 import pytest
 
-from vitrine import ChatCompletion
-from vitrine.judge.admission import (
+from vitrine.judge._admission import (
     AdmissionPolicy,
     CalibrationExample,
     RefusedJudge,
     admit_judge,
 )
-from vitrine.judge.base import Criterion
-from vitrine.judge.llm import LLMJudge
-from vitrine.providers.base import Provenance
+from vitrine.judge._base import Criterion
+from vitrine.judge._llm import LLMJudge
+from vitrine.providers import ChatCompletion
+from vitrine.providers._base import Provenance
 
 CRITERIA = tuple(Criterion(c, f"criterion {c}") for c in ("a", "b", "c", "d"))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vitrine import ManifestError, ManifestExpectation
+from vitrine.controls import ManifestError, ManifestExpectation
 
 
 def test_the_prefix_must_be_stated():

@@ -1,6 +1,6 @@
 import pytest
 
-from vitrine.bench.model import (
+from vitrine._bench.model import (
     AdmissionError,
     AdmittedCheck,
     Arm,
@@ -10,9 +10,9 @@ from vitrine.bench.model import (
     admit,
     check,
 )
-from vitrine.bench.response import SubjectResponse
-from vitrine.floors import ChanceFloor
-from vitrine.outcomes import Observation
+from vitrine._bench.response import SubjectResponse
+from vitrine._floors import ChanceFloor
+from vitrine._outcomes import Observation
 
 FLOOR = ChanceFloor.not_derivable("deterministic predicate")
 

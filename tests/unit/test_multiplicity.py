@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from vitrine.multiplicity import benjamini_hochberg, holm, paired_difference
+from vitrine._multiplicity import benjamini_hochberg, holm, paired_difference
 
 RNG = np.random.default_rng(27)
 FAMILIES = [

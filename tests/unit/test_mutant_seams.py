@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from vitrine.mutants import Seams, Threshold, Tool, ToolCall, ToolOutput, generate_mutants
-from vitrine.mutants.command import main
-from vitrine.mutants.coverage import coverage_by_kind, seam_coverage
-from vitrine.mutants.html import render_matrix_html
-from vitrine.mutants.operators import REFUSAL
-from vitrine.mutants.report import MutantRow, load_matrix
-from vitrine.mutants.runner import run_mutants
-from vitrine.mutants.service_tests import unreachable_tests
-from vitrine.providers.base import (
+from vitrine.mutants._command import main
+from vitrine.mutants._coverage import coverage_by_kind, seam_coverage
+from vitrine.mutants._html import render_matrix_html
+from vitrine.mutants._operators import REFUSAL
+from vitrine.mutants._report import MutantRow, load_matrix
+from vitrine.mutants._runner import run_mutants
+from vitrine.mutants._service_tests import unreachable_tests
+from vitrine.providers._base import (
     ChatCompletion,
     ChatMessage,
     ChatRequest,

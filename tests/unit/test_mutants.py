@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from vitrine import cli
+from vitrine import _cli as cli
 from vitrine.mutants import Mutant, MutantCatalogue, run_mutants
-from vitrine.mutants.command import main
-from vitrine.mutants.html import render_matrix_html
-from vitrine.mutants.job import PLAN_REPORT_NAME, RESULT_NAME, WorkerJob
-from vitrine.mutants.report import MatrixSchemaError, load_matrix
-from vitrine.mutants.runner import HEALTHY_FOLDER, _run_worker
+from vitrine.mutants._command import main
+from vitrine.mutants._html import render_matrix_html
+from vitrine.mutants._job import PLAN_REPORT_NAME, RESULT_NAME, WorkerJob
+from vitrine.mutants._report import MatrixSchemaError, load_matrix
+from vitrine.mutants._runner import HEALTHY_FOLDER, _run_worker
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "mutants"
 SUITE = "toy_suite:SUITE"
@@ -281,17 +281,17 @@ def test_a_report_path_that_is_a_directory_is_refused_before_running(tmp_path, c
 
 
 def test_the_public_api_exports_the_mutant_names():
-    import vitrine
+    import vitrine.mutants
 
-    assert vitrine.Mutant is Mutant
-    assert vitrine.MutantCatalogue is MutantCatalogue
-    assert vitrine.run_mutants is run_mutants
+    assert vitrine.mutants.Mutant is Mutant
+    assert vitrine.mutants.MutantCatalogue is MutantCatalogue
+    assert vitrine.mutants.run_mutants is run_mutants
     assert "mutants" in cli.SUBCOMMANDS
-    assert sys.modules["vitrine.mutants.runner"]
+    assert sys.modules["vitrine.mutants._runner"]
 
 
 def _report(gate_status: str, successes: int, caught: bool):
-    from vitrine.reports.model import (
+    from vitrine.reports._model import (
         BenchmarkSection,
         CheckFacts,
         ControlRow,
@@ -367,8 +367,8 @@ def _report(gate_status: str, successes: int, caught: bool):
 
 
 def test_every_gate_check_and_control_of_a_report_becomes_a_killer_name():
-    from vitrine.mutants.classify import killer_changes
-    from vitrine.mutants.statuses import report_statuses
+    from vitrine.mutants._classify import killer_changes
+    from vitrine.mutants._statuses import report_statuses
 
     healthy = report_statuses(_report("PASS", 4, caught=True))
     assert healthy == {
@@ -384,7 +384,7 @@ def test_every_gate_check_and_control_of_a_report_becomes_a_killer_name():
 
 
 def test_a_test_kills_only_by_failing_where_it_passed():
-    from vitrine.mutants.classify import killer_changes
+    from vitrine.mutants._classify import killer_changes
 
     healthy = {"test:a": "passed", "test:b": "passed", "test:c": "failed", "test:d": "passed"}
     mutant = {"test:a": "failed", "test:b": "skipped", "test:c": "failed", "test:d": "error"}

@@ -6,10 +6,9 @@ import typing
 
 import pytest
 
-from vitrine.bench.model import Authority
-from vitrine.controls.runner import OutcomeState, _outcome
-from vitrine.gates import decide, gate_result
-from vitrine.outcomes import (
+from vitrine._bench.model import Authority
+from vitrine._gates import decide, gate_result
+from vitrine._outcomes import (
     ExitCode,
     MeasurementState,
     Observation,
@@ -18,8 +17,9 @@ from vitrine.outcomes import (
     exit_code_for_gate,
     status_of_label,
 )
-from vitrine.redteam.cases import AssertionResult
-from vitrine.redteam.model import Outcome
+from vitrine.controls._runner import OutcomeState, _outcome
+from vitrine.redteam._cases import AssertionResult
+from vitrine.redteam._model import Outcome
 
 OBSERVATIONS = {
     "pass": Observation.measured(1.0, True),

@@ -1,6 +1,6 @@
 import pytest
 
-from vitrine.outcomes import (
+from vitrine._outcomes import (
     Census,
     ExitCode,
     MeasurementState,

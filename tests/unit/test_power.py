@@ -1,6 +1,6 @@
 """Power of the paired sign test and of the Wilson rule, against independent computations.
 
-The independent side never calls :mod:`vitrine.power`: the sign test's power is a sum over
+The independent side never calls :mod:`vitrine._power`: the sign test's power is a sum over
 every (wins, losses, ties) outcome of the multinomial with scipy's ``binomtest`` deciding each,
 the Wilson rule's is a sum over successes with the Wilson bound written out from its formula,
 and a seeded simulation checks both.
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, norm
 
-from vitrine import power
-from vitrine.cli import main as cli_main
+from vitrine import _power as power
+from vitrine._cli import main as cli_main
 
 
 @functools.cache

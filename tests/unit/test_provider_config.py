@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from vitrine.providers.base import ChatMessage, ChatRequest, Provenance
-from vitrine.providers.config import (
+from vitrine._redact import forget_secrets, sanitize_text
+from vitrine.providers._base import ChatMessage, ChatRequest, Provenance
+from vitrine.providers._config import (
     JUDGE_MAX_OUTPUT_TOKENS,
     SUBJECT_MAX_OUTPUT_TOKENS,
     ProviderConfig,
@@ -15,7 +16,6 @@ from vitrine.providers.config import (
     create_chat_model,
     readiness,
 )
-from vitrine.redact import forget_secrets, sanitize_text
 from vitrine.testing import FakeOpenAIServer
 
 _KEY = "sk-canary-config-55aa11bb22cc"
@@ -345,7 +345,7 @@ def test_malformed_server_settings_are_named(name, value):
 
 
 def test_free_means_local_or_an_endpoint_declared_free():
-    from vitrine.providers.config import provider_is_free
+    from vitrine.providers._config import provider_is_free
 
     assert provider_is_free("local", {})
     assert provider_is_free("openai", _free_env())

@@ -7,7 +7,8 @@ import traceback
 
 import pytest
 
-from vitrine.providers.base import (
+from vitrine._redact import forget_secrets
+from vitrine.providers._base import (
     ChatMessage,
     ChatRequest,
     Provenance,
@@ -17,11 +18,10 @@ from vitrine.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
-from vitrine.providers.retry import RetryPolicy, record_attempts
-from vitrine.redact import forget_secrets
+from vitrine.providers._config import ProviderConfig, create_chat_model, readiness
+from vitrine.providers._retry import RetryPolicy, record_attempts
 from vitrine.testing import FakeReply, FakeToolCall
-from vitrine.testing.anthropic_server import FakeAnthropicServer
+from vitrine.testing._anthropic_server import FakeAnthropicServer
 
 pytest.importorskip("anthropic")
 

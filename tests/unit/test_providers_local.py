@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.bench.response import TokenUsage
-from vitrine.providers.base import (
+from vitrine._bench.response import TokenUsage
+from vitrine.providers._base import (
     ChatMessage,
     ChatRequest,
     Provenance,
@@ -24,7 +24,7 @@ from vitrine.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from vitrine.providers.local import (
+from vitrine.providers._local import (
     DEFAULT_MODEL_NAME,
     GEMMA_3_270M,
     PACKAGED_MODELS,

@@ -9,8 +9,9 @@ import traceback
 
 import pytest
 
-from vitrine.bench.response import AttemptOutcome, StageStatus, TokenUsage
-from vitrine.providers.base import (
+from vitrine._bench.response import AttemptOutcome, StageStatus, TokenUsage
+from vitrine._redact import describe_exception, forget_secrets, sanitize_text
+from vitrine.providers._base import (
     ChatMessage,
     ChatRequest,
     Provenance,
@@ -20,14 +21,13 @@ from vitrine.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from vitrine.providers.openai_compat import OpenAICompatibleModel
-from vitrine.providers.retry import (
+from vitrine.providers._openai_compat import OpenAICompatibleModel
+from vitrine.providers._retry import (
     ProviderAttempt,
     RetryPolicy,
     attempt_census,
     record_attempts,
 )
-from vitrine.redact import describe_exception, forget_secrets, sanitize_text
 from vitrine.testing import FakeOpenAIServer, FakeReply, FakeToolCall
 
 _FAST = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)

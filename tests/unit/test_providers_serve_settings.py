@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from vitrine.redact import forget_secrets
-from vitrine.service.command import build_parser, main
-from vitrine.service.protocol import ServiceOptions
-from vitrine.service.providers import provider_model
+from vitrine._redact import forget_secrets
+from vitrine.service._command import build_parser, main
+from vitrine.service._protocol import ServiceOptions
+from vitrine.service._providers import provider_model
 
 _FREE = {
     "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1",

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from vitrine.providers.base import (
+from vitrine._redact import forget_secrets
+from vitrine.providers._base import (
     ChatMessage,
     ChatRequest,
     Provenance,
@@ -17,10 +18,9 @@ from vitrine.providers.base import (
     ResponseFormat,
     ToolSpec,
 )
-from vitrine.providers.capabilities import probe_structured_output
-from vitrine.providers.openai_compat import OpenAICompatibleModel
-from vitrine.providers.retry import RetryPolicy, record_attempts
-from vitrine.redact import forget_secrets
+from vitrine.providers._capabilities import probe_structured_output
+from vitrine.providers._openai_compat import OpenAICompatibleModel
+from vitrine.providers._retry import RetryPolicy, record_attempts
 from vitrine.testing import FakeOpenAIServer, FakeReply, FakeToolCall
 
 _TOOL = ToolSpec(
@@ -248,7 +248,7 @@ async def test_tool_parameters_sent_to_a_free_server_carry_no_regex_its_grammar_
 
 
 async def test_a_tool_only_assistant_turn_reaches_a_free_server_with_empty_text_not_null():
-    from vitrine.providers.base import ToolCallRequest
+    from vitrine.providers._base import ToolCallRequest
 
     turn = ChatMessage("assistant", None, (ToolCallRequest("c1", "search_products", "{}"),))
     result = ChatMessage("tool", "[]", tool_call_id="c1", name="search_products")

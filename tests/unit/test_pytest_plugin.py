@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.judge.base import CriterionVerdict, JudgeResult
+from vitrine.judge._base import CriterionVerdict, JudgeResult
 from vitrine.pytest_plugin import Metrics, parse_sse, render_html
 
 

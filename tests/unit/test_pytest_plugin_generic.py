@@ -12,7 +12,7 @@ import pytest
 
 # Imported here so that pytester's in-process runs, which drop the modules they imported, all
 # see one SubjectResponse class (the package root caches the names it hands out).
-import vitrine.bench.model  # noqa: F401
+import vitrine._bench.model  # noqa: F401
 from vitrine.pytest_plugin import JsonChatAdapter, Metrics, render_html
 from vitrine.testing import FakeOpenAIServer, FakeReply
 

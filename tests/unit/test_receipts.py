@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from vitrine.store.errors import UnsupportedSchemaError
-from vitrine.store.receipts import ReceiptStore, new_session_id, sanitize_document
+from vitrine.store._errors import UnsupportedSchemaError
+from vitrine.store._receipts import ReceiptStore, new_session_id, sanitize_document
 
 
 def test_a_receipt_round_trips_and_is_appended_to_the_index(tmp_path):

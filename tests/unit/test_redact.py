@@ -2,8 +2,7 @@ import hashlib
 
 import pytest
 
-from vitrine.judge.base import Criterion, rubric_hash
-from vitrine.redact import (
+from vitrine._redact import (
     bound_text,
     describe_exception,
     forget_secrets,
@@ -11,7 +10,8 @@ from vitrine.redact import (
     register_secret,
     sanitize_text,
 )
-from vitrine.store.receipts import ReceiptStore, new_session_id
+from vitrine.judge._base import Criterion, rubric_hash
+from vitrine.store._receipts import ReceiptStore, new_session_id
 
 
 def test_urls_keys_and_bearer_tokens_are_scrubbed():
@@ -180,7 +180,7 @@ def test_a_short_configured_value_is_not_taken_out_of_every_word():
 
 
 def test_each_configured_header_value_is_a_credential_in_model_text():
-    from vitrine.tracing.settings import resolve_settings
+    from vitrine.tracing._settings import resolve_settings
 
     header = "Collector-Token-7f3Kq9Zp2Lw8"
     env = {

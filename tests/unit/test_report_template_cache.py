@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from jinja2 import Environment
 
-from vitrine.reports import html
-from vitrine.reports.model import GateRow, SuiteReport
+from vitrine.reports import _html as html
+from vitrine.reports._model import GateRow, SuiteReport
 
 
 def _report() -> SuiteReport:

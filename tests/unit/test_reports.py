@@ -10,10 +10,10 @@ import re
 import pytest
 from rich.console import Console
 
-from vitrine.reports.console import render_console, render_plain
-from vitrine.reports.formatting import format_p, status_class, unmeasured_items, visible
-from vitrine.reports.html import render_html
-from vitrine.reports.model import (
+from vitrine.reports._console import render_console, render_plain
+from vitrine.reports._formatting import format_p, status_class, unmeasured_items, visible
+from vitrine.reports._html import render_html
+from vitrine.reports._model import (
     BenchmarkSection,
     CheckFacts,
     ComparisonFacts,
@@ -25,7 +25,7 @@ from vitrine.reports.model import (
     SuiteReport,
     TimelineEntry,
 )
-from vitrine.reports.writer import ReportSchemaError, load_report, report_json, write_reports
+from vitrine.reports._writer import ReportSchemaError, load_report, report_json, write_reports
 
 HOSTILE = "answer: <script>alert(1)</script> and [red]markup[/red]"
 NOT_DERIVABLE = FloorFacts(
@@ -370,7 +370,7 @@ def test_console_shows_every_section_key_value():
 
 
 def test_plain_text_fits_a_log_line_without_splitting_identifiers_or_colour():
-    from vitrine.reports.console import LOG_WIDTH
+    from vitrine.reports._console import LOG_WIDTH
 
     report = sample_report()
     text = render_plain(report)

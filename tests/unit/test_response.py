@@ -1,8 +1,7 @@
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from vitrine.bench.response import (
+from vitrine._bench.response import (
     AttemptOutcome,
     ImpossibleCensusError,
     StageAttemptCensus,

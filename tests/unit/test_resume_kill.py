@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import vitrine
-from vitrine.bench.runner import resume_run
+from vitrine._bench.runner import resume_run
 from vitrine.store import IncompleteRunError, load_run
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")
@@ -25,11 +25,11 @@ HELPER = """
 import asyncio
 import sys
 
-from vitrine.bench.model import Arm, BenchmarkDefinition, Case, admit, check
-from vitrine.bench.response import SubjectResponse
-from vitrine.bench.runner import run_benchmark
-from vitrine.floors import ChanceFloor
-from vitrine.outcomes import Observation
+from vitrine._bench.model import Arm, BenchmarkDefinition, Case, admit, check
+from vitrine._bench.response import SubjectResponse
+from vitrine._bench.runner import run_benchmark
+from vitrine._floors import ChanceFloor
+from vitrine._outcomes import Observation
 from vitrine.store import RunStore
 
 FLOOR = ChanceFloor.not_derivable("deterministic predicate")

@@ -5,18 +5,18 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.bench.events import (
+from vitrine._bench.events import (
     CheckCompleted,
     RunCompleted,
     RunStarted,
     TrialCompleted,
     TrialStarted,
 )
-from vitrine.bench.model import Arm, BenchmarkDefinition, Case, admit, check
-from vitrine.bench.response import SubjectResponse
-from vitrine.bench.runner import CANCELLED_REASON, resume_run, run_benchmark
-from vitrine.floors import ChanceFloor
-from vitrine.outcomes import MeasurementState, Observation, Verdict
+from vitrine._bench.model import Arm, BenchmarkDefinition, Case, admit, check
+from vitrine._bench.response import SubjectResponse
+from vitrine._bench.runner import CANCELLED_REASON, resume_run, run_benchmark
+from vitrine._floors import ChanceFloor
+from vitrine._outcomes import MeasurementState, Observation, Verdict
 from vitrine.store import ResumeMismatchError, RunStore, load_run
 
 FLOOR = ChanceFloor.not_derivable("deterministic predicate")
@@ -339,7 +339,7 @@ def flaky_subject(failure_rate: float, seed: int):
 
 
 async def test_transient_failures_are_retried_until_every_trial_is_measured(tmp_path):
-    from vitrine.bench.retry import RetryPolicy
+    from vitrine._bench.retry import RetryPolicy
 
     subject, calls = flaky_subject(0.05, seed=7)
     policy = RetryPolicy(retries=2, retry_on=(TimeoutError,), backoff_s=0.0, seed=1)
@@ -366,7 +366,7 @@ async def test_transient_failures_are_retried_until_every_trial_is_measured(tmp_
 
 
 async def test_a_trial_that_exhausts_its_retries_stays_not_measured():
-    from vitrine.bench.retry import RetryPolicy
+    from vitrine._bench.retry import RetryPolicy
 
     calls = Counter[str]()
 
@@ -383,7 +383,7 @@ async def test_a_trial_that_exhausts_its_retries_stays_not_measured():
 
 
 async def test_an_error_outside_retry_on_is_not_retried():
-    from vitrine.bench.retry import RetryPolicy
+    from vitrine._bench.retry import RetryPolicy
 
     calls = Counter[str]()
 
@@ -400,7 +400,7 @@ async def test_an_error_outside_retry_on_is_not_retried():
 
 
 def test_the_backoff_doubles_is_capped_and_jitter_is_seeded():
-    from vitrine.bench.retry import RetryPolicy
+    from vitrine._bench.retry import RetryPolicy
 
     policy = RetryPolicy(retries=5, backoff_s=1.0, max_backoff_s=4.0, jitter=0.0)
     rng = policy.rng()
@@ -422,7 +422,7 @@ def test_the_backoff_doubles_is_capped_and_jitter_is_seeded():
     ],
 )
 def test_a_retry_policy_that_cannot_work_is_refused(kwargs, message):
-    from vitrine.bench.retry import RetryPolicy
+    from vitrine._bench.retry import RetryPolicy
 
     with pytest.raises(ValueError, match=message):
         RetryPolicy(**kwargs)

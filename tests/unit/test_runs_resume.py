@@ -1,5 +1,5 @@
-"""`vitrine runs resume` and `vitrine.resume_unsealed`: a run a killed process left unsealed is
-found and finished into one sealed, verifiable run, each case exactly once."""
+"""`vitrine runs resume` and `vitrine.store.resume_unsealed`: a run a killed process left
+unsealed is found and finished into one sealed, verifiable run, each case exactly once."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import vitrine
-from vitrine.bench.results import ScenarioRow
-from vitrine.outcomes import Observation
+from vitrine._bench.results import ScenarioRow
+from vitrine._outcomes import Observation
 from vitrine.store import RunStore, load_run
-from vitrine.store.command import main as runs_main
-from vitrine.store.errors import ResumeMismatchError
+from vitrine.store._command import main as runs_main
+from vitrine.store._errors import ResumeMismatchError
 
 BENCHMARK_MODULE = """
 from vitrine import Arm, BenchmarkDefinition, Case, ChanceFloor, Observation, SubjectResponse
@@ -157,7 +157,7 @@ def test_a_sealed_run_named_is_nothing_to_resume_and_an_unknown_one_is_refused(
 ):
     root = tmp_path / "store"
     run_dir = interrupted_run(root, bench)
-    vitrine.resume_unsealed(root, *bench.build())
+    vitrine.store.resume_unsealed(root, *bench.build())
 
     assert runs_main(["resume", run_dir.name, "--output", str(root)]) == 0
     assert "already sealed" in capsys.readouterr().out
@@ -171,9 +171,9 @@ def test_the_api_resumes_the_one_unsealed_run_and_refuses_a_foreign_arm(tmp_path
     definition, arms = bench.build()
 
     with pytest.raises(ResumeMismatchError, match="arm 'arm-b'"):
-        vitrine.resume_unsealed(root, definition, arms[0])
-    (result,) = vitrine.resume_unsealed(root, definition, arms)
+        vitrine.store.resume_unsealed(root, definition, arms[0])
+    (result,) = vitrine.store.resume_unsealed(root, definition, arms)
 
     assert result.run_dir == str(run_dir) and result.complete
-    assert vitrine.find_unsealed(root) == ()
-    assert vitrine.resume_unsealed(root, definition, arms) == ()
+    assert vitrine.store.find_unsealed(root) == ()
+    assert vitrine.store.resume_unsealed(root, definition, arms) == ()

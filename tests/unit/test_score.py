@@ -8,11 +8,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from vitrine.bench.results import CheckInfo, RunResult, ScenarioRow
-from vitrine.bench.score import (
+from vitrine._bench.results import CheckInfo, RunResult, ScenarioRow
+from vitrine._bench.score import (
     BenchmarkScore,
     CheckScore,
     ComparisonError,
@@ -23,8 +22,8 @@ from vitrine.bench.score import (
     against_reference,
     collapse,
 )
-from vitrine.floors import ChanceFloor
-from vitrine.outcomes import Census, MeasurementState, Observation
+from vitrine._floors import ChanceFloor
+from vitrine._outcomes import Census, MeasurementState, Observation
 
 NOT_DERIVABLE = ChanceFloor.not_derivable("deterministic invariant: no random-draw population")
 CASES = ("c1", "c2")
@@ -242,7 +241,7 @@ class TestCheckScore:
         assert (score.successes, score.n) == (1, 1)
 
     def test_facts_of_a_fully_passing_arm(self) -> None:
-        from vitrine.stats import wilson_interval
+        from vitrine._stats import wilson_interval
 
         score = BenchmarkScore.of([uniform("a", 1, 1.0), uniform("a", 2, 1.0)]).check_score(
             "a", "answers", RepCollapse.ALL

@@ -13,13 +13,13 @@ import uuid
 
 import pytest
 
-from vitrine.selector import SelectorCancelled, choose
-from vitrine.suite import load_suite
+from vitrine._selector import SelectorCancelled, choose
+from vitrine._suite import load_suite
 
 TOY = '''
-from vitrine.outcomes import ExitCode
-from vitrine.plans.base import PlanKind, PlanOutcome, RepetitionRule, plan
-from vitrine.suite import ScenarioInfo, Suite
+from vitrine._outcomes import ExitCode
+from vitrine._plans.base import PlanKind, PlanOutcome, RepetitionRule, plan
+from vitrine._suite import ScenarioInfo, Suite
 
 
 @plan("offline", description="the free lane")

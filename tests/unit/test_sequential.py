@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, norm
 
-from vitrine.sequential import (
+from vitrine._sequential import (
     SequentialSignTest,
     all_pass_curtailment,
     session_curtailment,

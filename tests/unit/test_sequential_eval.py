@@ -12,8 +12,8 @@ from vitrine import (
     admit,
     check,
 )
-from vitrine.sequential import SequentialSignTest
-from vitrine.sequential_eval import compare_sequentially
+from vitrine._sequential import SequentialSignTest
+from vitrine._sequential_eval import compare_sequentially
 
 FLOOR = ChanceFloor.not_derivable("a toy predicate")
 

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from vitrine.pytest_plugin import parse_sse
-from vitrine.service.app import ServiceApp, ServiceConfig, create_app
-from vitrine.service.protocol import AssistantReply, ToolEvent, UnknownPersonaError
+from vitrine.service._app import ServiceApp, ServiceConfig, create_app
+from vitrine.service._protocol import AssistantReply, ToolEvent, UnknownPersonaError
 
 LEAKY = "boom at https://api.example.com/v1 with api_key=sk-abcdefghijklmnopqrstuvwx"
 
@@ -198,14 +198,14 @@ async def test_a_blank_message_is_refused_in_words_not_as_a_regex_error() -> Non
 
 
 def test_no_front_desk_reaches_the_assistant_options() -> None:
-    from vitrine.service.command import build_parser
+    from vitrine.service._command import build_parser
 
     assert build_parser().parse_args([]).front_desk is True
     assert build_parser().parse_args(["--no-front-desk"]).front_desk is False
 
 
 def test_the_repeat_owned_regression_is_refused_for_the_workflow_with_a_reason() -> None:
-    from vitrine.service.protocol import ServiceOptions
+    from vitrine.service._protocol import ServiceOptions
     from vitrine_shop.served_assistant import create_assistant
 
     with pytest.raises(ValueError, match="--architecture agent"):

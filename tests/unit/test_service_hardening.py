@@ -22,11 +22,11 @@ import pytest
 import uvicorn
 from test_service_app import FakeAssistant
 
-from vitrine.service.app import ServiceApp, ServiceConfig, create_app
-from vitrine.service.command import main, uvicorn_config
-from vitrine.service.limits import MAX_RETRY_AFTER_S, SessionStore, TokenBuckets
-from vitrine.service.logsafe import escape_controls
-from vitrine.service.protocol import AssistantReply, AssistantUnavailable
+from vitrine.service._app import ServiceApp, ServiceConfig, create_app
+from vitrine.service._command import main, uvicorn_config
+from vitrine.service._limits import MAX_RETRY_AFTER_S, SessionStore, TokenBuckets
+from vitrine.service._logsafe import escape_controls
+from vitrine.service._protocol import AssistantReply, AssistantUnavailable
 
 
 class SlowAssistant(FakeAssistant):

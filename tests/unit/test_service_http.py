@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from vitrine.service.process import free_port, running_service
+from vitrine.service._process import free_port, running_service
 
 ROOT = Path(__file__).resolve().parents[2]
 # repeat-owned plants an owned durable before the answer screen, which then withholds the whole

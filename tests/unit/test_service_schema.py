@@ -15,7 +15,7 @@ schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, settings  # noqa: E402
 from test_service_app import FakeAssistant  # noqa: E402
 
-from vitrine.service.app import ServiceConfig, create_app  # noqa: E402
+from vitrine.service._app import ServiceConfig, create_app  # noqa: E402
 
 APP = create_app(
     FakeAssistant(), ServiceConfig(rate_capacity=100_000, rate_per_s=100_000, docs=True)

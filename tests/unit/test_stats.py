@@ -1,4 +1,4 @@
-"""Tests for vitrine.stats: pinned reference values, refusals, and properties.
+"""Tests for vitrine._stats: pinned reference values, refusals, and properties.
 
 The property tests compare every scipy-backed result with an independent
 computation (exact fractions over math.comb, the textbook Wilson formula
@@ -18,11 +18,10 @@ from pathlib import Path
 from statistics import NormalDist
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-import vitrine.stats
-from vitrine.stats import (
+import vitrine._stats
+from vitrine._stats import (
     Interval,
     binomial_tail_p,
     clopper_pearson,
@@ -36,7 +35,7 @@ from vitrine.stats import (
     wilson_interval,
 )
 
-STATS_SOURCE = Path(vitrine.stats.__file__)
+STATS_SOURCE = Path(vitrine._stats.__file__)
 
 # Hypothesis' default per-example deadline trips on the first call that pays
 # for importing scipy; the example counts keep the whole file to seconds.
@@ -668,7 +667,7 @@ def test_sign_test_agrees_with_scipy(wins, losses):
 
     n = wins + losses
     expected = 1.0 if n == 0 else min(1.0, 2.0 * float(binom.sf(max(wins, losses) - 1, n, 0.5)))
-    assert vitrine.stats.sign_test_p(wins, losses) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    assert vitrine._stats.sign_test_p(wins, losses) == pytest.approx(expected, rel=1e-9, abs=1e-300)
 
 
 @settings(max_examples=300, deadline=None)
@@ -678,7 +677,7 @@ def test_fair_coin_tail_agrees_with_scipy(args):
 
     successes, n = args
     expected = 1.0 if successes == 0 else float(binom.sf(successes - 1, n, 0.5))
-    assert vitrine.stats.binomial_tail_p(successes, n, 0.5) == pytest.approx(
+    assert vitrine._stats.binomial_tail_p(successes, n, 0.5) == pytest.approx(
         expected, rel=1e-9, abs=1e-300
     )
 
@@ -688,7 +687,7 @@ def test_wilson_z_agrees_with_scipy(confidence):
     from scipy.stats import norm
 
     z = float(norm.ppf(0.5 + confidence / 2.0))
-    interval = vitrine.stats.wilson_interval(7, 10, confidence)
+    interval = vitrine._stats.wilson_interval(7, 10, confidence)
     assert interval is not None
     centre = 7 + z * z / 2
     spread = z * math.sqrt(7 * 3 / 10 + z * z / 4)
@@ -696,15 +695,15 @@ def test_wilson_z_agrees_with_scipy(confidence):
 
 
 def test_large_samples_use_scipy_and_agree_with_the_exact_count():
-    n = vitrine.stats.EXACT_LIMIT + 1
+    n = vitrine._stats.EXACT_LIMIT + 1
     wins = n // 2 + 40
     exact = Fraction(sum(math.comb(n, i) for i in range(wins, n + 1)), 2**n)
-    assert vitrine.stats.sign_test_p(wins, n - wins) == pytest.approx(float(2 * exact), rel=1e-9)
+    assert vitrine._stats.sign_test_p(wins, n - wins) == pytest.approx(float(2 * exact), rel=1e-9)
 
 
 def test_the_offline_statistics_never_import_scipy():
     code = (
-        "import sys, vitrine.stats as s;"
+        "import sys, vitrine._stats as s;"
         "s.sign_test_p(3, 1); s.wilson_interval(2, 4); s.binomial_tail_p(2, 4, 0.5);"
         "s.min_attainable_p(4); print('scipy' in sys.modules)"
     )

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from vitrine.bench.model import Arm, BenchmarkDefinition, Case, admit, check
-from vitrine.bench.response import SubjectResponse
-from vitrine.bench.runner import run_benchmark
-from vitrine.floors import ChanceFloor
-from vitrine.outcomes import MeasurementState, Observation
+from vitrine._bench.model import Arm, BenchmarkDefinition, Case, admit, check
+from vitrine._bench.response import SubjectResponse
+from vitrine._bench.runner import run_benchmark
+from vitrine._floors import ChanceFloor
+from vitrine._outcomes import MeasurementState, Observation
 from vitrine.store import (
     PER_FILE_SCHEMA,
     RUN_ID_PATTERN,
@@ -20,17 +20,17 @@ from vitrine.store import (
     RunStore,
     TamperedRunError,
     UnsupportedSchemaError,
+    _provenance as provenance,
     atomic_write_bytes,
     iter_index,
     list_runs,
     load_run,
     new_run_id,
-    provenance,
     resolve_root,
     sanitize_file_name,
 )
-from vitrine.store.files import read_json_lines
-from vitrine.store.index import history_path
+from vitrine.store._files import read_json_lines
+from vitrine.store._index import history_path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 FLOOR = ChanceFloor.not_derivable("deterministic predicate")
@@ -360,7 +360,7 @@ def test_the_committed_schema_1_fixture_is_refused_once_a_row_is_edited(tmp_path
 
 
 def test_whole_files_are_written_a_fixed_number_of_times_however_many_trials(tmp_path, monkeypatch):
-    from vitrine.store import files
+    from vitrine.store import _files as files
 
     written: list[str] = []
     real = files.atomic_write_bytes

@@ -26,12 +26,11 @@ from vitrine import (
     SubjectResponse,
     evaluate,
 )
-from vitrine.bench.results import ScenarioRow
-from vitrine.store import RunStore
-from vitrine.store import files as store_files
-from vitrine.store.command import main as runs_main
-from vitrine.store.files import append_line, read_json_lines, torn_path
-from vitrine.store.index import index_path, pending_dir, recover_index, sealed_ids_path
+from vitrine._bench.results import ScenarioRow
+from vitrine.store import RunStore, _files as store_files
+from vitrine.store._command import main as runs_main
+from vitrine.store._files import append_line, read_json_lines, torn_path
+from vitrine.store._index import index_path, pending_dir, recover_index, sealed_ids_path
 
 DEFINITION = toy_definition("lost-toy")
 
@@ -54,7 +53,7 @@ def _listed(store: Path, capsys) -> str:
 
 KILLED_AFTER_SEAL = """
 import os, sys
-import vitrine.store.writer as writer
+import vitrine.store._writer as writer
 from vitrine import (Arm, BenchmarkDefinition, Case, ChanceFloor, Observation,
                      SubjectResponse, admit, check, evaluate)
 
@@ -271,7 +270,7 @@ def test_an_unsealed_run_no_benchmark_will_resume_is_set_aside_by_name(tmp_path,
 
 
 def test_a_full_disk_at_the_index_append_loses_no_run_once_space_returns(tmp_path, monkeypatch):
-    import vitrine.store.index as index_module
+    import vitrine.store._index as index_module
 
     real_append = index_module.append_line
 
@@ -294,7 +293,7 @@ def test_a_full_disk_at_the_index_append_loses_no_run_once_space_returns(tmp_pat
 
 
 def test_the_board_lists_a_run_killed_between_seal_and_index(tmp_path):
-    from vitrine.board.app import Board
+    from vitrine._board.app import Board
 
     run_id = _killed_between_seal_and_index(tmp_path)
     assert run_id in Board(tmp_path, persist_cache=False).get("/", {}).body.decode()

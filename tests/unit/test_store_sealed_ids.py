@@ -11,8 +11,8 @@ from vitrine import (
     SubjectResponse,
     evaluate,
 )
-from vitrine.store.index import index_path, indexed_run_ids, sealed_ids_path
-from vitrine.store.maintenance import inspect_store
+from vitrine.store._index import index_path, indexed_run_ids, sealed_ids_path
+from vitrine.store._maintenance import inspect_store
 
 DEFINITION = toy_definition("ids-toy")
 

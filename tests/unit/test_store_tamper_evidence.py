@@ -17,13 +17,13 @@ from vitrine import (
     SubjectResponse,
     evaluate,
 )
-from vitrine.board.catalog import Catalog
-from vitrine.reports.model import SuiteReport
-from vitrine.reports.writer import ReportSchemaError, load_report, write_reports
-from vitrine.store.command import main as runs_main
-from vitrine.store.errors import TamperedRunError
-from vitrine.store.index import index_path
-from vitrine.store.receipts import ReceiptStore, new_session_id
+from vitrine._board.catalog import Catalog
+from vitrine.reports._model import SuiteReport
+from vitrine.reports._writer import ReportSchemaError, load_report, write_reports
+from vitrine.store._command import main as runs_main
+from vitrine.store._errors import TamperedRunError
+from vitrine.store._index import index_path
+from vitrine.store._receipts import ReceiptStore, new_session_id
 
 DEFINITION = toy_definition("tamper-toy")
 
@@ -119,14 +119,14 @@ def test_an_edited_live_receipt_is_refused_and_the_board_does_not_show_pass(tmp_
     with pytest.raises(TamperedRunError, match="does not match its seal"):
         receipts.read(session)
     assert _verdicts(tmp_path)["live"] == "unverified"
-    from vitrine.board.app import Board
+    from vitrine._board.app import Board
 
     reply = Board(tmp_path, persist_cache=False).get(f"/run/live/{session}", {})
     assert reply.status == 409 and "does not match its seal" in reply.body.decode()
 
 
 def test_the_board_index_shows_an_edited_index_verdict_as_unverified(tmp_path):
-    from vitrine.board.app import Board
+    from vitrine._board.app import Board
 
     (run,) = evaluate(DEFINITION, Arm("agent", _silent), store=tmp_path).runs
     badge = '<span class="badge {}">{}</span>'

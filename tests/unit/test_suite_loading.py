@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from vitrine.outcomes import ExitCode
-from vitrine.plans.base import (
+from vitrine._outcomes import ExitCode
+from vitrine._plans.base import (
     FunctionPlan,
     Plan,
     PlanKind,
@@ -20,8 +20,8 @@ from vitrine.plans.base import (
     UsageError,
     plan,
 )
-from vitrine.plans.validation import PlanOptions, validate
-from vitrine.suite import (
+from vitrine._plans.validation import PlanOptions, validate
+from vitrine._suite import (
     DEFAULT_SUITE,
     LazyScenarios,
     ScenarioInfo,
@@ -120,8 +120,8 @@ def test_default_scenario_details_come_from_the_shop_registry():
 
 def test_the_module_alone_defaults_the_attribute_to_SUITE(user_module):
     name = user_module(
-        "from vitrine.suite import Suite\n"
-        "from vitrine.plans.base import FunctionPlan, PlanKind\n"
+        "from vitrine._suite import Suite\n"
+        "from vitrine._plans.base import FunctionPlan, PlanKind\n"
         "SUITE = Suite('mine', {'x': FunctionPlan('x', PlanKind.OFFLINE, 'd', "
         "unavailable_reason='later')}, {})\n"
     )
@@ -133,10 +133,10 @@ def test_the_module_alone_defaults_the_attribute_to_SUITE(user_module):
     [
         ("definitely_missing_module_q:SUITE", "no module named 'definitely_missing_module_q'"),
         ("vitrine.definitely_missing:SUITE", "no module named 'vitrine.definitely_missing'"),
-        ("vitrine.suite:MISSING", "module 'vitrine.suite' has no attribute 'MISSING'"),
+        ("vitrine._suite:MISSING", "module 'vitrine._suite' has no attribute 'MISSING'"),
         (
-            "vitrine.suite:DEFAULT_SUITE",
-            "vitrine.suite.DEFAULT_SUITE is a str, not a vitrine Suite",
+            "vitrine._suite:DEFAULT_SUITE",
+            "vitrine._suite.DEFAULT_SUITE is a str, not a vitrine Suite",
         ),
         ("", "--suite expects module:attr"),
         ("a b:SUITE", "--suite expects module:attr"),
@@ -263,11 +263,11 @@ def test_validate_is_usable_without_the_command_line():
 
 _BENCH_SUITE = '''
 from vitrine import (
-    Arm, BenchmarkDefinition, Case, ChanceFloor, ExitCode, Observation, PlanKind, PlanOutcome,
-    SubjectResponse, Suite, admit, check,
+    Arm, BenchmarkDefinition, Case, ChanceFloor, ExitCode, Observation, PlanOutcome,
+    SubjectResponse, Suite, admit, check, plan,
 )
-from vitrine.bench.runner import run_benchmark
-from vitrine.plans.base import plan
+from vitrine.live import PlanKind
+from vitrine.runs import run_benchmark
 
 
 @check("non-empty")
@@ -301,9 +301,9 @@ SUITE = Suite("toy-bench-suite", {"toy-bench": toy_bench}, {}, default_plan="toy
 
 
 def test_a_user_suite_runs_a_tiny_benchmark_through_the_runner(user_module, capsys):
-    if importlib.util.find_spec("vitrine.bench.runner") is None:
-        pytest.skip("vitrine.bench.runner is not part of this version yet")
-    from vitrine.cli import main
+    if importlib.util.find_spec("vitrine._bench.runner") is None:
+        pytest.skip("vitrine._bench.runner is not part of this version yet")
+    from vitrine._cli import main
 
     name = user_module(_BENCH_SUITE)
     code = main(["--suite", f"{name}:SUITE", "--all"])

@@ -20,10 +20,9 @@ from vitrine import (
     admit,
     check,
 )
-from vitrine.bench.model import AdmittedCheck
-from vitrine.plans.base import PlanRequest
-from vitrine.store import RunStore
-from vitrine.suite_pipeline import (
+from vitrine._bench.model import AdmittedCheck
+from vitrine._plans.base import PlanRequest
+from vitrine._suite_pipeline import (
     Ablation,
     Evidence,
     EvidenceRequest,
@@ -35,6 +34,7 @@ from vitrine.suite_pipeline import (
     run_offline_mode,
     run_suite,
 )
+from vitrine.store import RunStore
 
 FLOOR = ChanceFloor.not_derivable("a deterministic toy predicate has no random-draw population")
 

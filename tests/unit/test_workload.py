@@ -1,7 +1,7 @@
 import pytest
 
 from vitrine import PlanRequest, UsageError
-from vitrine.plans.workload import WorkloadPreview, require_paid_confirmation
+from vitrine._plans.workload import WorkloadPreview, require_paid_confirmation
 
 
 def preview(**kw):

@@ -1,11 +1,11 @@
 """Registered mutation controls: proof that a check can fail, and recover.
 
 See ``docs/controls.md``. The model (``ControlSpec``, the manifest and its validation) is in
-:mod:`vitrine.controls.model`; the healthy/broken/restored runner in
-:mod:`vitrine.controls.runner`.
+:mod:`vitrine.controls._model`; the healthy/broken/restored runner in
+:mod:`vitrine.controls._runner`.
 """
 
-from vitrine.controls.model import (
+from vitrine.controls._model import (
     ControlSpec,
     ManifestError,
     ManifestExpectation,
@@ -13,7 +13,7 @@ from vitrine.controls.model import (
     load_manifest,
     validate_manifest,
 )
-from vitrine.controls.runner import (
+from vitrine.controls._runner import (
     Control,
     ControlOutcome,
     ControlRegistry,

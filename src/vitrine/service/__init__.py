@@ -7,7 +7,7 @@ that build or run the app, never by ``vitrine --help``.
 
 from __future__ import annotations
 
-from vitrine.service.protocol import (
+from vitrine.service._protocol import (
     Assistant,
     AssistantFactory,
     AssistantReply,
@@ -16,6 +16,7 @@ from vitrine.service.protocol import (
     ToolEvent,
     UnknownPersonaError,
 )
+from vitrine.service._providers import provider_model
 
 __all__ = [
     "Assistant",
@@ -25,4 +26,5 @@ __all__ = [
     "ServiceOptions",
     "ToolEvent",
     "UnknownPersonaError",
+    "provider_model",
 ]

@@ -8,7 +8,7 @@ OpenAI-compatible client at ``server.base_url`` and assert on ``server.requests`
 
 from __future__ import annotations
 
-from vitrine.testing.openai_server import (
+from vitrine.testing._openai_server import (
     FakeOpenAIServer,
     FakeReply,
     FakeRequest,

@@ -3,10 +3,10 @@
 Every trial, agent run, tool call, workflow stage attempt, model call and judge call becomes a
 span following the OpenTelemetry GenAI conventions, and every check result a
 ``gen_ai.evaluation.result`` event, exported over OTLP/HTTP to the destination
-:mod:`vitrine.tracing.settings` resolves (``--trace-to``, ``OTEL_EXPORTER_OTLP_*``, Langfuse).
+:mod:`vitrine.tracing._settings` resolves (``--trace-to``, ``OTEL_EXPORTER_OTLP_*``, Langfuse).
 
 With no destination nothing is exported and OpenTelemetry is never imported: the helpers in
-:mod:`vitrine.tracing.spans` are shared no-ops. ::
+:mod:`vitrine.tracing._spans` are shared no-ops. ::
 
     from vitrine import tracing
 
@@ -21,9 +21,10 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from vitrine.tracing.models import complete
-from vitrine.tracing.settings import TraceSettings, TracingConfigError, resolve_settings
-from vitrine.tracing.spans import (
+from vitrine.tracing._models import complete
+from vitrine.tracing._semconv import STAGE_OUTCOME
+from vitrine.tracing._settings import TraceSettings, TracingConfigError, resolve_settings
+from vitrine.tracing._spans import (
     NULL_SPAN,
     Span,
     agent_span,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NULL_SPAN",
+    "STAGE_OUTCOME",
     "Span",
     "TraceSettings",
     "TracingConfigError",
@@ -98,7 +100,7 @@ def setup(settings: TraceSettings | None, *, exporter: SpanExporter | None = Non
         return False
     shutdown()
     try:
-        from vitrine.tracing.otel import OtelBackend
+        from vitrine.tracing._otel import OtelBackend
     except ImportError as exc:
         raise TracingUnavailableError(_INSTALL_HINT) from exc
     install_backend(OtelBackend(settings, exporter=exporter))
@@ -134,7 +136,7 @@ def shutdown() -> None:
     install_backend(None)
     if backend is None:
         return
-    from vitrine.tracing.otel import OtelBackend
+    from vitrine.tracing._otel import OtelBackend
 
     if isinstance(backend, OtelBackend):
         backend.shutdown()

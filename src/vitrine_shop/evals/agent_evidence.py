@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vitrine import Arm, Case, RunResult, SubjectResponse
-from vitrine.bench.runner import run_benchmark
+from vitrine import Arm, Case, SubjectResponse
+from vitrine.runs import RunResult, run_benchmark
 from vitrine.store import RunStore
 from vitrine_shop.arms import (
     ablated_memory_agent_arm,

@@ -10,7 +10,6 @@ from decimal import Decimal
 from functools import cache
 
 from vitrine import (
-    AdmittedCheck,
     BenchmarkDefinition,
     Case,
     ChanceFloor,
@@ -19,7 +18,8 @@ from vitrine import (
     admit,
     check,
 )
-from vitrine.judge.base import rubric_hash
+from vitrine.checks import AdmittedCheck
+from vitrine.judge import rubric_hash
 from vitrine_shop.catalogue import load_catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.defences import (

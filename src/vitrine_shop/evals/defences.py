@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from vitrine import SubjectResponse, ToolCallRecord, ToolCallStatus
+from vitrine import SubjectResponse, ToolCallRecord
+from vitrine.subjects import ToolCallStatus
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.domain import SKU_IN_TEXT, Product
 from vitrine_shop.purchase_claims import PURCHASE_CLAIM_IN_SENTENCE

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 from vitrine import (
-    AdmittedCheck,
     Arm,
     BenchmarkDefinition,
     Case,
@@ -27,7 +26,8 @@ from vitrine import (
     admit,
     check,
 )
-from vitrine.service.protocol import ServiceOptions
+from vitrine.checks import AdmittedCheck
+from vitrine.service import ServiceOptions
 from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.invariants import Violation, World, invariant_observation

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from vitrine import Arm, Case, RunResult, SubjectResponse
-from vitrine.bench.runner import run_benchmark
-from vitrine.reports.model import BenchmarkSection
+from vitrine import Arm, Case, SubjectResponse
+from vitrine.reports import BenchmarkSection
+from vitrine.runs import RunResult, run_benchmark
 from vitrine.store import RunStore
 from vitrine_shop.arms import (
     ablated_memory_agent_arm,

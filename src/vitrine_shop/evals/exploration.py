@@ -27,14 +27,8 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from vitrine import (
-    Arm,
-    BenchmarkDefinition,
-    Case,
-    RunResult,
-    SubjectResponse,
-)
-from vitrine.bench.runner import run_benchmark
+from vitrine import Arm, BenchmarkDefinition, Case, SubjectResponse
+from vitrine.runs import RunResult, run_benchmark
 from vitrine.store import RunStore
 from vitrine_shop import scripted
 from vitrine_shop.agent import ShopAgent

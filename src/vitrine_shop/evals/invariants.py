@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from vitrine import AdmittedCheck, Case, ChanceFloor, Observation, SubjectResponse, admit, check
+from vitrine import Case, ChanceFloor, Observation, SubjectResponse, admit, check
+from vitrine.checks import AdmittedCheck
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product, Purchase

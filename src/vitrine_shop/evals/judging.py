@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from vitrine.judge.base import Criterion, DeterministicJudge, Rule
+from vitrine.judge import Criterion, DeterministicJudge, Rule
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.domain import SKU_IN_TEXT, Scenario
 from vitrine_shop.evals.predicates import INTEREST_PATTERN

@@ -7,7 +7,7 @@ runs of their own; the 43 registered controls run over what the healthy suite ca
 self-test holds a healthy and an ablated shop to exact expectations, and the catalogue ablation
 removes one SKU from an isolated copy. Only local deterministic providers are used.
 
-The harness (:mod:`vitrine.suite_pipeline`) conducts all of it: it runs, scores, decides the exit
+The harness (:mod:`vitrine._suite_pipeline`) conducts all of it: it runs, scores, decides the exit
 code and writes every report; this module only declares :data:`PIPELINE`.
 """
 
@@ -17,12 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from vitrine import Arm, RunResult
+from vitrine import Arm, PlanOutcome, PlanRequest
 from vitrine.controls import ControlResult
-from vitrine.plans.base import PlanOutcome, PlanRequest
-from vitrine.reports.model import BenchmarkSection, ControlsSection, SuiteReport
-from vitrine.store import RunStore
-from vitrine.suite_pipeline import (
+from vitrine.pipeline import (
     Ablation,
     ControlsStep,
     Evidence,
@@ -32,12 +29,15 @@ from vitrine.suite_pipeline import (
     ScoredBenchmark,
     SelfTest,
     SuiteRun,
+    build_report as _build_report,
     controls_exit,
     run_offline_mode,
     run_scored,
     run_suite,
 )
-from vitrine.suite_pipeline import build_report as _build_report
+from vitrine.reports import BenchmarkSection, ControlsSection, SuiteReport
+from vitrine.runs import RunResult
+from vitrine.store import RunStore
 from vitrine_shop.arms import (
     degraded_empty_answer_arm,
     scripted_agent_arm,

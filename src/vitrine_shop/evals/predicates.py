@@ -28,14 +28,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from vitrine import (
-    AdmittedCheck,
-    Case,
-    ChanceFloor,
-    Observation,
-    SubjectResponse,
-    admit,
-)
+from vitrine import Case, ChanceFloor, Observation, SubjectResponse, admit
+from vitrine.checks import AdmittedCheck
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import SKU_IN_TEXT, Persona

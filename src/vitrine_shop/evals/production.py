@@ -12,15 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vitrine import (
-    AdmittedCheck,
-    Authority,
-    Case,
-    ChanceFloor,
-    Observation,
-    SubjectResponse,
-    admit,
-)
+from vitrine import Authority, Case, ChanceFloor, Observation, SubjectResponse, admit
+from vitrine.checks import AdmittedCheck
 from vitrine_shop.evals.catalogue_schema import evaluate_catalogue_shape
 from vitrine_shop.evals.claims_audit import evaluate_honesty
 from vitrine_shop.evals.workflow_routes import evaluate_workflow_shape

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vitrine import Authority, RunResult
+from vitrine import Authority
+from vitrine.pipeline import SuiteRun
+from vitrine.runs import RunResult
 from vitrine.store import load_run
-from vitrine.suite_pipeline import SuiteRun
 from vitrine_shop.evals.benchmarks import canonical_definition
 from vitrine_shop.evals.controls import EXPECTED_CONTROLS, shop_manifest
 from vitrine_shop.evals.offline import REFERENCE_ARM, REPETITIONS

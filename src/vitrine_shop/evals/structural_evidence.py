@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vitrine import RunResult
-from vitrine.providers.base import ChatModel
+from vitrine.providers import ChatModel
 from vitrine.redact import describe_exception
-from vitrine.reports.model import BenchmarkSection
+from vitrine.reports import BenchmarkSection
+from vitrine.runs import RunResult
 from vitrine.store import RunStoreError, load_run
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.conversation import ShopRequest

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from vitrine.plans.base import FunctionPlan, PlanKind, PlanOutcome, PlanRequest, RepetitionRule
-from vitrine.suite import LazyScenarios, ScenarioInfo, Suite
+from vitrine import PlanOutcome, PlanRequest, Suite
+from vitrine.live import FunctionPlan, PlanKind, RepetitionRule
+from vitrine.pipeline import LazyScenarios, ScenarioInfo
 
 __all__ = ["OFFLINE_PLAN", "SCENARIO_IDS", "SUITE"]
 

@@ -7,7 +7,7 @@ The declared ceiling is 25 target calls plus at most one judge call per probe: 1
 for the default four probes, enforced call by call. No benchmark run directory is written; the
 only artifact is the sanitized session receipt under ``<store root>/live/live-sessions``.
 
-The provider runs without its own retries (:func:`vitrine.redteam.providers.redteam_config`):
+The provider runs without its own retries (:func:`vitrine.redteam._providers.redteam_config`):
 the ceiling counts requests that leave the process, so a failed call is a probe error
 (infrastructure), never a silent extra call.
 """
@@ -21,23 +21,27 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from vitrine import TokenUsage
-from vitrine.outcomes import ExitCode
-from vitrine.plans.base import PlanOutcome, PlanRequest
-from vitrine.plans.workload import require_paid_confirmation
-from vitrine.providers.config import ProviderConfig, create_chat_model, provider_is_free, readiness
+from vitrine import ExitCode, PlanOutcome, PlanRequest
+from vitrine.live import ReceiptStore, new_session_id, require_paid_confirmation
+from vitrine.providers import ProviderConfig, create_chat_model, provider_is_free, readiness
 from vitrine.redact import sanitize_text
-from vitrine.redteam.attacks import load_attacks
-from vitrine.redteam.campaign import CampaignConfig, plan_attacks, run_campaign
-from vitrine.redteam.judge import ChatModelSafetyJudge
-from vitrine.redteam.ledger import WorkloadCeiling
-from vitrine.redteam.model import CampaignResult, Intensity, classify
-from vitrine.redteam.providers import redteam_config
-from vitrine.store.receipts import ReceiptStore, new_session_id
+from vitrine.redteam import (
+    CampaignConfig,
+    CampaignResult,
+    ChatModelSafetyJudge,
+    Intensity,
+    WorkloadCeiling,
+    classify,
+    load_attacks,
+    plan_attacks,
+    redteam_config,
+    run_campaign,
+)
+from vitrine.subjects import TokenUsage
 from vitrine_shop.redteam.target import REDTEAM_TARGET
 
 if TYPE_CHECKING:
-    from vitrine.providers.base import ChatModel
+    from vitrine.providers import ChatModel
 
 __all__ = ["DEFINITION", "EVAL06_ATTACKS", "Eval06Options", "run_eval06"]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vitrine.providers.base import ChatModel
-from vitrine.redteam.model import (
+from vitrine.providers import ChatModel
+from vitrine.redteam import (
     ModelWrapper,
     Probe,
     Surface,

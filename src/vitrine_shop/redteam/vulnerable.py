@@ -24,13 +24,8 @@ import codecs
 import json
 import re
 
-from vitrine.bench.response import TokenUsage
-from vitrine.providers.base import (
-    ChatCompletion,
-    ChatRequest,
-    Provenance,
-    ToolCallRequest,
-)
+from vitrine.providers import ChatCompletion, ChatRequest, Provenance, ToolCallRequest
+from vitrine.subjects import TokenUsage
 from vitrine_shop.agent import AGENT_PURPOSE
 from vitrine_shop.domain import SKU_IN_TEXT
 from vitrine_shop.personas import load_personas

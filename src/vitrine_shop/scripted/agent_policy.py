@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from vitrine.providers.base import (
-    ToolSpec,
-)
+from vitrine.providers import ToolSpec
 from vitrine_shop.domain import SKU_IN_TEXT
 from vitrine_shop.memory import Constraints
 from vitrine_shop.scripted.transcript import POISON_PATTERN, Transcript

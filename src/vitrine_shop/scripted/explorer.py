@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vitrine.bench.response import TokenUsage
-from vitrine.providers.base import ChatCompletion, ChatRequest, Provenance, ToolCallRequest
+from vitrine.providers import ChatCompletion, ChatRequest, Provenance, ToolCallRequest
+from vitrine.subjects import TokenUsage
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.domain import SKU_IN_TEXT, Persona
 from vitrine_shop.memory import extract_constraints
@@ -178,7 +178,7 @@ PROBES: tuple[Probe, ...] = (
 
 
 class ExplorativeShopModel:
-    """A :class:`~vitrine.providers.base.ChatModel` that explores; deterministic per seed and
+    """A :class:`~vitrine.providers._base.ChatModel` that explores; deterministic per seed and
     conversation, so a rerun asks exactly the same calls."""
 
     def __init__(

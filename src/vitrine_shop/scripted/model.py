@@ -1,4 +1,4 @@
-"""The scripted model itself: one :class:`~vitrine.providers.base.ChatModel`, two roles.
+"""The scripted model itself: one :class:`~vitrine.providers._base.ChatModel`, two roles.
 
 A request with a response format is a workflow stage and gets that stage's code path
 (:mod:`vitrine_shop.scripted.workflow_policy`); any other request is a customer conversation
@@ -12,8 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from vitrine.bench.response import TokenUsage
-from vitrine.providers.base import (
+from vitrine.providers import (
     ChatCompletion,
     ChatRequest,
     Provenance,
@@ -21,6 +20,7 @@ from vitrine.providers.base import (
     ProviderFailure,
     ToolCallRequest,
 )
+from vitrine.subjects import TokenUsage
 from vitrine_shop.memory import extract_constraints
 from vitrine_shop.prompts import (
     HISTORY_NONE,
@@ -66,7 +66,7 @@ class ScriptedFaults:
 
 
 class ScriptedShopModel:
-    """The deterministic :class:`~vitrine.providers.base.ChatModel` of the reference subject.
+    """The deterministic :class:`~vitrine.providers._base.ChatModel` of the reference subject.
 
     One instance keeps only fault counters between calls; everything it decides comes from
     the request. Use a fresh instance per trial when faults are set, so that "the first N

@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from vitrine.providers.base import ChatCompletion, ChatRequest, ProviderError, ProviderFailure
+from vitrine.providers import ChatCompletion, ChatRequest, ProviderError, ProviderFailure
 from vitrine_shop.scripted.model import ScriptedShopModel
 from vitrine_shop.workflow.stages import (
     COVERAGE_REVIEWER,

@@ -13,10 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vitrine.providers.base import (
-    ChatMessage,
-    ToolCallRequest,
-)
+from vitrine.providers import ChatMessage, ToolCallRequest
 from vitrine_shop.prompts import (
     RULE_NO_OWNED_REPEATS,
     RULE_NO_UNAPPROVED_ORDERS,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from vitrine.providers.base import ChatRequest
+from vitrine.providers import ChatRequest
 from vitrine_shop.workflow.stages import stage_code_path, stage_payload
 
 __all__ = ["scripted_stage_output"]

@@ -12,13 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vitrine import tracing
-from vitrine.bench.response import (
-    AttemptOutcome,
-    StageAttemptCensus,
-)
-from vitrine.providers.base import ChatModel, ProviderError, ProviderFailure
+from vitrine.providers import ChatModel, ProviderError, ProviderFailure
 from vitrine.redact import sanitize_text
-from vitrine.tracing.semconv import STAGE_OUTCOME
+from vitrine.subjects import AttemptOutcome, StageAttemptCensus
+from vitrine.tracing import STAGE_OUTCOME
 from vitrine_shop.workflow.graph import StageVisit, WorkflowRecord
 from vitrine_shop.workflow.stages import (
     StageOutputError,

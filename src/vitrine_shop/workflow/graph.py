@@ -10,12 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from vitrine.bench.response import (
-    StageAttemptCensus,
-    StageStatus,
-    TokenUsage,
-    WorkflowTrace,
-)
+from vitrine.subjects import StageAttemptCensus, StageStatus, TokenUsage, WorkflowTrace
 from vitrine_shop.workflow.stages import (
     COVERAGE_REVIEWER,
     INTEREST_MAPPER,

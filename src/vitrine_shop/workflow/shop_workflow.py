@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vitrine.bench.response import StageStatus, SubjectResponse
-from vitrine.providers.base import ChatModel, Provenance
+from vitrine import SubjectResponse
+from vitrine.providers import ChatModel, Provenance
+from vitrine.subjects import StageStatus
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.screen import ScreenResult, screen_answer

@@ -20,7 +20,7 @@ from vitrine.controls import (
     ScopeClass,
     load_manifest,
 )
-from vitrine.reports.model import ControlRow, ControlsSection
+from vitrine.reports import ControlRow, ControlsSection
 from vitrine_shop.evals.controls.blocks import Binding
 from vitrine_shop.evals.controls.capture import ShippedState, capture_shipped_state
 from vitrine_shop.evals.controls.fixtures import FIXTURE_BINDINGS

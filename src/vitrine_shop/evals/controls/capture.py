@@ -13,8 +13,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from vitrine import RunResult, SubjectResponse
-from vitrine.reports.model import BenchmarkSection
+from vitrine import SubjectResponse
+from vitrine.reports import BenchmarkSection
+from vitrine.runs import RunResult
 from vitrine_shop.arms import recall_case, scripted_agent_arm, shared_services
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.benchmarks import canonical_definition

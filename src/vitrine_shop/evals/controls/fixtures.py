@@ -20,28 +20,20 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from vitrine import (
-    Authority,
+from vitrine import Authority, ChanceFloor, ExitCode, Observation, SubjectResponse
+from vitrine.checks import (
     Census,
-    ChanceFloor,
-    ExitCode,
     FloorKind,
     FloorNotDerivableError,
-    ImpossibleCensusError,
-    Observation,
-    RunResult,
-    StageAttemptCensus,
-    SubjectResponse,
+    GateResult,
     Verdict,
     aggregate_exit_codes,
+    decide,
     run_verdict,
 )
-from vitrine.bench.response import validate_stage_set
-from vitrine.bench.score import FloorComparison, FloorComparisonError, RepCollapse, collapse
-from vitrine.gates import GateResult, decide
 from vitrine.redact import bound_text, sanitize_text
-from vitrine.reports.html import render_html
-from vitrine.reports.model import SuiteReport
+from vitrine.reports import SuiteReport, render_html
+from vitrine.runs import FloorComparison, FloorComparisonError, RepCollapse, RunResult, collapse
 from vitrine.stats import (
     binomial_tail_p,
     pass_hat_k,
@@ -49,8 +41,8 @@ from vitrine.stats import (
     underpowered_by_construction,
     wilson_interval,
 )
-from vitrine.store import TamperedRunError, load_run
-from vitrine.store.naming import sanitize_file_name
+from vitrine.store import TamperedRunError, load_run, sanitize_file_name
+from vitrine.subjects import ImpossibleCensusError, StageAttemptCensus, validate_stage_set
 from vitrine_shop.evals.benchmarks import canonical_definition
 from vitrine_shop.evals.controls.blocks import Binding, Seams, contract, refuses, verdict
 from vitrine_shop.evals.controls.capture import ShippedState
@@ -71,7 +63,7 @@ def _fixed(seams: Seams) -> Binding:
 
 
 def _exact_fair_tail(k: int, n: int) -> float:
-    # Authored independently of vitrine.stats: a rational count of outcomes over 2**n.
+    # Authored independently of vitrine._stats: a rational count of outcomes over 2**n.
     return float(Fraction(sum(math.comb(n, i) for i in range(k, n + 1)), 2**n))
 
 

@@ -13,19 +13,15 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
-from vitrine import (
-    AdmittedCheck,
-    BenchmarkDefinition,
-    Case,
+from vitrine import BenchmarkDefinition, Case, Observation, SubjectResponse, ToolCallRecord
+from vitrine.checks import AdmittedCheck
+from vitrine.reports import BenchmarkSection
+from vitrine.subjects import (
     ImpossibleCensusError,
-    Observation,
     StageAttemptCensus,
-    SubjectResponse,
-    ToolCallRecord,
     ToolCallStatus,
+    validate_stage_set,
 )
-from vitrine.bench.response import validate_stage_set
-from vitrine.reports.model import BenchmarkSection
 from vitrine_shop.agent import BLOCKED_FALLBACK
 from vitrine_shop.catalogue import load_catalogue
 from vitrine_shop.domain import SKU_IN_TEXT

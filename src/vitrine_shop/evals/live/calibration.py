@@ -1,7 +1,7 @@
 """The judge's calibration set: answers written by hand, labelled per criterion.
 
 Before a live judge's verdicts count, it grades these answers (see
-:func:`vitrine.judge.admission.admit_judge`). Each scenario has one answer written to meet all
+:func:`vitrine.judge._admission.admit_judge`). Each scenario has one answer written to meet all
 four of its criteria and one written to miss all four, so a judge that always says "met", one
 that always says "not met", and one that answers at random all land near 50% agreement.
 
@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from vitrine.bench.response import TokenUsage
-from vitrine.judge.admission import CalibrationExample
+from vitrine.judge import CalibrationExample
+from vitrine.subjects import TokenUsage
 from vitrine_shop.agent import StopReason, _bounded_answer, _Run
 from vitrine_shop.domain import Scenario
 from vitrine_shop.evals.judging import criteria_for

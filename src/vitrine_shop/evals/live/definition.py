@@ -29,20 +29,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from vitrine import (
-    AdmittedCheck,
     BenchmarkDefinition,
     Case,
     ChanceFloor,
-    ImpossibleCensusError,
     Observation,
     SubjectResponse,
-    ToolCallStatus,
+    UsageError,
     admit,
 )
-from vitrine.bench.model import canonical_json
-from vitrine.bench.response import validate_stage_set
-from vitrine.judge.base import Criterion, CriterionVerdict, Judge, JudgeResult, rubric_hash
-from vitrine.plans.base import UsageError
+from vitrine.checks import AdmittedCheck, canonical_json
+from vitrine.judge import Criterion, CriterionVerdict, Judge, JudgeResult, rubric_hash
+from vitrine.subjects import ImpossibleCensusError, ToolCallStatus, validate_stage_set
 from vitrine_shop.arms import case_for_scenario
 from vitrine_shop.domain import Scenario, ToolExpectation
 from vitrine_shop.evals.benchmarks import canonical_definition

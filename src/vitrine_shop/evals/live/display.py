@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from vitrine.bench.events import TrialCompleted
-from vitrine.reports.live import LiveProgress
+from vitrine.live import LiveProgress
+from vitrine.runs import TrialCompleted
 
 __all__ = ["TrialDisplay"]
 

@@ -1,6 +1,6 @@
 """Per-trial facts read back from sealed runs, through an explicit allow-list.
 
-Everything a receipt says about a trial comes from :class:`~vitrine.RunResult` (what the run
+Everything a receipt says about a trial comes from :class:`~vitrine.runs.RunResult` (what the run
 directory holds), so the receipt can be recomputed from the runs alone. Only named fields are
 copied; names outside the shop's known vocabularies (tools, executors, edges, stages) become
 ``"other"``, so a model cannot write arbitrary text into the receipt through a tool name.
@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vitrine import Case, MeasurementState, Observation, RunResult
+from vitrine import Case, Observation
+from vitrine.checks import MeasurementState
 from vitrine.redact import bound_text
+from vitrine.runs import RunResult
 from vitrine_shop.domain import SHOP_TOOL_NAMES
 from vitrine_shop.evals.live.definition import QUALITY_KEY, REQUIRED_CHECKS
 from vitrine_shop.workflow import WORKFLOW_EDGES, WORKFLOW_EXECUTORS

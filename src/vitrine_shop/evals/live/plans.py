@@ -8,7 +8,7 @@ whole-trial Wilson rule.
 from __future__ import annotations
 
 from vitrine import PlanOutcome, PlanRequest
-from vitrine.providers.config import provider_is_free
+from vitrine.providers import provider_is_free
 from vitrine_shop.evals.live.session import LiveOptions, LivePlanSpec, run_live_plan
 from vitrine_shop.evals.live.subjects import AgentBudget
 

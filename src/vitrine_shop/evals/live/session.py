@@ -25,35 +25,54 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vitrine import (
-    ChatModel,
-    ExitCode,
-    PlanOutcome,
-    PlanRequest,
-    ProviderError,
-    RunResult,
-    UsageError,
+from vitrine import ExitCode, PlanOutcome, PlanRequest, UsageError
+from vitrine.checks import decide
+from vitrine.judge import (
+    DEFAULT_JUDGE_MAX_OUTPUT_TOKENS,
+    Judge,
+    JudgeAdmission,
+    LLMJudge,
+    RefusedJudge,
+    admit_judge,
 )
-from vitrine.bench.runner import run_benchmark
-from vitrine.bench.score import BenchmarkScore, RepCollapse
-from vitrine.budget import MeteredModel, SpendCeiling, SpendMeter
-from vitrine.gates import decide
-from vitrine.judge.admission import JudgeAdmission, RefusedJudge, admit_judge
-from vitrine.judge.base import Judge
-from vitrine.judge.llm import DEFAULT_JUDGE_MAX_OUTPUT_TOKENS, LLMJudge
-from vitrine.multiplicity import benjamini_hochberg, holm, paired_difference
-from vitrine.plans.workload import PowerStatement, WorkloadPreview, require_paid_confirmation
-from vitrine.power import AllPassDesign, PairedDesign, WilsonDesign
-from vitrine.progress import NodeStatus, SuiteNode, Timeline
-from vitrine.providers.capabilities import probe_structured_output
-from vitrine.providers.config import ProviderConfig, create_chat_model, readiness
-from vitrine.providers.openai_compat import OpenAICompatibleModel
+from vitrine.live import (
+    MeteredModel,
+    NodeStatus,
+    PowerStatement,
+    ReceiptStore,
+    SpendCeiling,
+    SpendMeter,
+    SuiteNode,
+    Timeline,
+    WorkloadPreview,
+    new_session_id,
+    require_paid_confirmation,
+)
+from vitrine.providers import (
+    ChatModel,
+    OpenAICompatibleModel,
+    ProviderConfig,
+    ProviderError,
+    create_chat_model,
+    probe_structured_output,
+    readiness,
+)
 from vitrine.redact import sanitize_text
-from vitrine.reports.sections import benchmark_section
-from vitrine.sequential import Curtailment, session_curtailment, wilson_curtailment
-from vitrine.stats import wilson_interval
+from vitrine.reports import benchmark_section
+from vitrine.runs import BenchmarkScore, RepCollapse, RunResult, run_benchmark
+from vitrine.stats import (
+    AllPassDesign,
+    Curtailment,
+    PairedDesign,
+    WilsonDesign,
+    benjamini_hochberg,
+    holm,
+    paired_difference,
+    session_curtailment,
+    wilson_curtailment,
+    wilson_interval,
+)
 from vitrine.store import RunStore
-from vitrine.store.receipts import ReceiptStore, new_session_id
 from vitrine_shop.evals.live.calibration import admission_calls, examples_for
 from vitrine_shop.evals.live.definition import (
     LiveBindings,

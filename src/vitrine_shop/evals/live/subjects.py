@@ -12,8 +12,9 @@ import asyncio
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
-from vitrine import Arm, Case, ChatModel, ProviderError, SubjectResponse
-from vitrine.budget import BudgetReached
+from vitrine import Arm, Case, SubjectResponse
+from vitrine.live import BudgetReached
+from vitrine.providers import ChatModel, ProviderError
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest

@@ -15,15 +15,9 @@ from decimal import Decimal
 from typing import Any
 from unittest import mock
 
-from vitrine.bench.response import TokenUsage
 from vitrine.mutants import Mutant, MutantPlanter
-from vitrine.providers.base import (
-    ChatCompletion,
-    ChatMessage,
-    ChatRequest,
-    Provenance,
-    ToolCallRequest,
-)
+from vitrine.providers import ChatCompletion, ChatMessage, ChatRequest, Provenance, ToolCallRequest
+from vitrine.subjects import TokenUsage
 from vitrine_shop import agent, memory, prompts, screen, scripted, tools
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.domain import SKU_IN_TEXT, Product

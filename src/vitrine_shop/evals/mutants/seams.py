@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 from unittest import mock
 
-from vitrine.bench.response import SubjectResponse, ToolCallStatus
+from vitrine import SubjectResponse
 from vitrine.mutants import (
     ModelTransform,
     Seams,
@@ -25,7 +25,8 @@ from vitrine.mutants import (
     ToolOutput,
     TurnsTransform,
 )
-from vitrine.providers.base import ChatModel
+from vitrine.providers import ChatModel
+from vitrine.subjects import ToolCallStatus
 from vitrine_shop import interests, prompts, scripted, tools
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.arms import shared_services

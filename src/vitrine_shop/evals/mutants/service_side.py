@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from unittest import mock
 
 from vitrine.mutants import Mutant
-from vitrine.service.protocol import AssistantReply
+from vitrine.service import AssistantReply
 from vitrine_shop.served_assistant import ShopAssistant
 
 __all__ = ["SERVICE_MUTANTS"]

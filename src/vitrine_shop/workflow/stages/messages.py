@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vitrine.providers.base import ChatMessage, ChatRequest, ResponseFormat
+from vitrine.providers import ChatMessage, ChatRequest, ResponseFormat
 from vitrine_shop.domain import SKU_IN_TEXT
 from vitrine_shop.workflow.stages.schemas import (
     COVERAGE_REVIEWER,

@@ -1,0 +1,167 @@
+"""One trial, self-contained: ask the subject (with retries), let every check observe, report.
+
+A :class:`TrialRunner` holds everything a trial needs (the arm, the admitted checks, the
+timeouts, the retry policy) and nothing that belongs to the run (no writer, no event sink), so
+the same object runs a trial in the driver's event loop or is shipped to a remote worker and
+runs it there. Either way it returns the same :class:`TrialOutcome`, which only the driver
+records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vitrine._bench.model import AdmittedCheck, Arm, Case
+from vitrine._bench.response import SubjectResponse
+from vitrine._bench.results import ScenarioRow
+from vitrine._bench.retry import NO_RETRY, FailedAttempt, RetryPolicy
+from vitrine._outcomes import Observation
+from vitrine._redact import describe_exception
+
+__all__ = ["TrialOutcome", "TrialRunner", "elapsed_ms", "not_measured_rows"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome:
+    """What one trial produced: one row per check, its duration, the subject's error, its
+    response, and the failed tries of a trial that took more than one."""
+
+    case_id: str
+    rows: tuple[ScenarioRow, ...]
+    duration_ms: float
+    error: str | None
+    response: Mapping[str, Any] | None
+    failed_attempts: tuple[FailedAttempt, ...] = ()
+
+
+class TrialRunner:
+    """Runs single trials of one arm against one definition's admitted checks.
+
+    ``token`` identifies this runner (one per run), so an executor that ships it to remote
+    workers can send it once and refer to it afterwards.
+    """
+
+    __slots__ = ("_rng", "arm", "check_timeout_s", "checks", "retry", "token", "trial_timeout_s")
+
+    def __init__(
+        self,
+        arm: Arm,
+        checks: Sequence[AdmittedCheck],
+        *,
+        trial_timeout_s: float,
+        check_timeout_s: float,
+        retry: RetryPolicy = NO_RETRY,
+    ) -> None:
+        self.arm = arm
+        self.checks = tuple(checks)
+        self.trial_timeout_s = trial_timeout_s
+        self.check_timeout_s = check_timeout_s
+        self.retry = retry
+        self.token = uuid.uuid4().hex
+        self._rng = retry.rng()
+
+    async def observe(self, case: Case, *, lost: Sequence[FailedAttempt] = ()) -> TrialOutcome:
+        """Run the trial of ``case``: the subject's tries, then every check on its response.
+
+        ``lost`` are tries that an executor already spent elsewhere (a worker that died); they
+        count against the retry policy and are kept with the trial's other failed tries.
+        """
+        started = time.perf_counter()
+        response: SubjectResponse | None = None
+        error: str | None = None
+        failures: list[FailedAttempt] = list(lost)
+        policy = self.retry
+        tries = len(failures)
+        while tries < policy.attempts:
+            if tries:
+                await asyncio.sleep(policy.delay_s(tries, self._rng))
+            tries += 1
+            response, error, exc = await self._attempt(case)
+            if exc is None:
+                break
+            failures.append(FailedAttempt.of(tries, exc, error))
+            if not policy.retryable(exc):
+                break
+        # Only a trial that took more than one try carries its tries: a trial that failed once
+        # is fully described by its error.
+        retried = tuple(failures) if tries > 1 else ()
+
+        if response is None:
+            reason = f"the subject failed, so nothing could be observed: {error}"
+            rows = not_measured_rows(case, self.checks, reason)
+        else:
+            rows = tuple([await self._evaluate(c, case, response) for c in self.checks])
+        if len(rows) != len(self.checks):
+            raise RuntimeError(
+                f"case {case.id!r} produced {len(rows)} rows for {len(self.checks)} checks"
+            )
+        return TrialOutcome(
+            case.id,
+            rows,
+            elapsed_ms(started),
+            error,
+            None if response is None else response.to_dict(),
+            retried,
+        )
+
+    async def _attempt(
+        self, case: Case
+    ) -> tuple[SubjectResponse | None, str | None, Exception | None]:
+        """One try of the subject: its response, or the sanitized error and the exception."""
+        try:
+            async with asyncio.timeout(self.trial_timeout_s) as scope:
+                return await self.arm.respond(case), None, None
+        except TimeoutError as exc:
+            # Only our own deadline is a trial timeout; a TimeoutError raised by the subject's
+            # own code is an ordinary subject failure and is described as such.
+            error = (
+                f"the subject did not answer within {self.trial_timeout_s:g} s"
+                if scope.expired()
+                else describe_exception(exc)
+            )
+            return None, error, exc
+        except Exception as exc:
+            return None, describe_exception(exc), exc
+
+    async def _evaluate(
+        self, admitted: AdmittedCheck, case: Case, response: SubjectResponse
+    ) -> ScenarioRow:
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.check_timeout_s) as scope:
+                observation = await admitted.check.evaluate(case, response)
+            if not isinstance(observation, Observation):
+                raise TypeError(
+                    f"the check returned {type(observation).__name__}, not an Observation"
+                )
+        except TimeoutError as exc:
+            why = (
+                f"did not finish within {self.check_timeout_s:g} s"
+                if scope.expired()
+                else describe_exception(exc)
+            )
+            observation = Observation.not_measured(f"check {admitted.key!r} {why}")
+        except Exception as exc:
+            # A check that crashes has not observed anything: never a pass, never a fail.
+            observation = Observation.not_measured(
+                f"check {admitted.key!r} raised {describe_exception(exc)}"
+            )
+        return ScenarioRow(case.id, admitted.key, observation, elapsed_ms(started))
+
+
+def not_measured_rows(
+    case: Case, checks: Sequence[AdmittedCheck], reason: str
+) -> tuple[ScenarioRow, ...]:
+    """One not-measured row per check: nothing about ``case`` was observed, for ``reason``."""
+    return tuple(ScenarioRow(case.id, c.key, Observation.not_measured(reason)) for c in checks)
+
+
+def elapsed_ms(started: float) -> float:
+    """Milliseconds since ``started`` (a ``time.perf_counter`` reading)."""
+    # Rounded to the microsecond so the value survives a JSON round trip unchanged.
+    return round((time.perf_counter() - started) * 1000.0, 3)

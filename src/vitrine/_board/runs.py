@@ -1,0 +1,194 @@
+"""What a run page and the inspector show, read from the run itself, never from the index.
+
+A benchmark run is loaded with :func:`vitrine.store.load_run`, which verifies its seal, and
+scored with :class:`vitrine._bench.score.CheckScore` (census, Wilson interval, floor test), the
+same code every report uses; the board computes no statistic of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vitrine._bench.results import RunResult
+from vitrine._bench.score import CheckScore, FloorComparisonError, RepCollapse
+from vitrine._outcomes import MeasurementState, Observation
+from vitrine.errors import VitrineError
+from vitrine.store._errors import RunStoreError
+from vitrine.store._files import read_json
+from vitrine.store._reader import load_run
+
+__all__ = [
+    "BoardError",
+    "CheckView",
+    "Gap",
+    "TrialView",
+    "check_views",
+    "load_benchmark_run",
+    "read_document",
+    "trial_view",
+]
+
+
+class BoardError(VitrineError):
+    """A page the board cannot show; the message is the sentence the page shows instead."""
+
+    def __init__(self, message: str, status: int = 404) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def read_document(root: Path, location: str) -> dict[str, Any]:
+    """Read one JSON artifact under the store root, refusing anything outside it."""
+    path = (root / location).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise BoardError("that artifact lies outside the store", 400)
+    try:
+        return read_json(path)
+    except FileNotFoundError:
+        raise BoardError(f"{location} is no longer in the store") from None
+    except (OSError, ValueError) as exc:
+        raise BoardError(f"{location} cannot be read as JSON ({type(exc).__name__})", 500) from exc
+
+
+def load_benchmark_run(root: Path, location: str) -> RunResult:
+    """Load a sealed run; a tampered or unsealed run is refused with the store's own sentence."""
+
+    run_dir = (root / location).resolve()
+    if not run_dir.is_relative_to(root.resolve()):
+        raise BoardError("that run lies outside the store", 400)
+    try:
+        return load_run(run_dir)
+    except RunStoreError as exc:
+        raise BoardError(str(exc), 409) from exc
+    except OSError as exc:
+        raise BoardError(f"run {run_dir.name} cannot be read ({type(exc).__name__})", 500) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A cell that was not measured or did not apply, and the reason recorded with it."""
+
+    case_id: str
+    state: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckView:
+    key: str
+    authority: str
+    measured: int
+    not_applicable: int
+    not_measured: int
+    successes: int
+    mean_value: float | None
+    wilson: tuple[float, float] | None
+    floor_display: str
+    floor_reason: str | None
+    floor_p: float | None
+    min_p: float | None
+    underpowered: bool | None
+    floor_refusal: str | None
+    gaps: tuple[Gap, ...]
+
+
+def check_views(run: RunResult) -> list[CheckView]:
+    """One row per check of a single run, each scored by :class:`CheckScore`."""
+    views = []
+    for info in run.checks:
+        score = CheckScore.of([run], info.key, RepCollapse.MEAN)
+        refusal: str | None = None
+        floor_p = min_p = None
+        underpowered: bool | None = None
+        try:
+            floor = score.floor_comparison
+            floor_p, min_p, underpowered = floor.p_value, floor.min_attainable_p, floor.underpowered
+        except FloorComparisonError as exc:
+            refusal = str(exc)
+        views.append(
+            CheckView(
+                key=info.key,
+                authority=info.authority,
+                measured=score.census.measured,
+                not_applicable=score.census.not_applicable,
+                not_measured=score.census.not_measured,
+                successes=score.successes,
+                mean_value=score.mean_value,
+                wilson=None
+                if score.interval is None
+                else (score.interval.lower, score.interval.upper),
+                floor_display=info.floor.describe(),
+                floor_reason=info.floor.reason,
+                floor_p=floor_p,
+                min_p=min_p,
+                underpowered=underpowered,
+                floor_refusal=refusal,
+                gaps=tuple(
+                    Gap(case_id, obs.state.value, obs.reason or "")
+                    for case_id, obs in score.cells.items()
+                    if obs.state is not MeasurementState.MEASURED
+                ),
+            )
+        )
+    return views
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationView:
+    check_key: str
+    state: str
+    value: float | None
+    passed: bool | None
+    reason: str | None
+    label: str
+    evidence: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TrialView:
+    """One trial: what the subject answered and did, and what every check observed."""
+
+    case_id: str
+    error: str | None
+    answer: str | None
+    answer_chars: int | None
+    tool_calls: list[Mapping[str, Any]] | None
+    route: list[str] | None
+    executors: list[str] | None
+    stages: list[Mapping[str, Any]] | None
+    usage: Mapping[str, Any] | None
+    provenance: str
+    observations: list[ObservationView]
+
+
+def _observation_view(check_key: str, obs: Observation) -> ObservationView:
+    return ObservationView(
+        check_key, obs.state.value, obs.value, obs.passed, obs.reason, obs.label, obs.evidence
+    )
+
+
+def trial_view(run: RunResult, case_id: str) -> TrialView:
+    if case_id not in run.case_ids:
+        raise BoardError(f"run {run.run_id} has no case {case_id!r}")
+    response = run.responses.get(case_id) or {}
+    trace = response.get("trace") if isinstance(response.get("trace"), dict) else None
+    return TrialView(
+        case_id=case_id,
+        error=run.subject_errors.get(case_id),
+        answer=response.get("answer_preview"),
+        answer_chars=response.get("answer_chars"),
+        tool_calls=response.get("tool_calls"),
+        route=None if trace is None else list(trace.get("route") or ()),
+        executors=None if trace is None else list(trace.get("executors") or ()),
+        stages=response.get("stages"),
+        usage=response.get("usage"),
+        provenance=str(response.get("provenance") or ""),
+        observations=[
+            _observation_view(row.check_key, row.observation)
+            for row in run.rows
+            if row.case_id == case_id
+        ],
+    )

@@ -1,0 +1,228 @@
+"""What every vitrine command shares: a parser that refuses instead of exiting, one refusal
+type carrying its exit code, one way to print it, and the options every command spells alike.
+
+argparse prints and calls ``sys.exit`` on a bad argument; a command's ``main(argv)`` must
+instead *return* its code (an :class:`~vitrine._outcomes.ExitCode`) so that it can be tested and
+composed, and every refusal reads the same: ``PROG: error: one sentence``.
+
+Only ``argparse`` and the standard-library outcome vocabulary are imported: ``--help`` and a
+refused argument answer before anything heavy loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from vitrine._vocabulary import ExitCode
+from vitrine.errors import VitrineError
+
+if TYPE_CHECKING:
+    from vitrine._suite import Suite
+
+__all__ = [
+    "DEFAULT_SUITE",
+    "INFRASTRUCTURE",
+    "MAX_ECHO",
+    "USAGE",
+    "CommandRefusal",
+    "RefusingParser",
+    "add_store_option",
+    "add_suite_option",
+    "load_suite_or_refuse",
+    "one_line",
+    "path_problem",
+    "print_error",
+    "report",
+    "run_command",
+    "takes_path",
+]
+
+# The suite a command loads when --suite is not given. vitrine never imports it itself; the
+# name is only resolved when a command needs a suite.
+DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"
+
+# The two classes a refusal can carry, under the names commands use for them.
+USAGE = ExitCode.INVALID_ARGUMENTS
+INFRASTRUCTURE = ExitCode.INFRASTRUCTURE
+
+
+class CommandRefusal(VitrineError):
+    """A request a command will not run, with the exit code that says whose fault it is."""
+
+    def __init__(self, message: str, code: ExitCode | int = USAGE) -> None:
+        super().__init__(message)
+        self.code = ExitCode(code)
+
+
+# The longest run of input an error line repeats (longer ones keep their start and end), and the
+# longest error line: a 5,000-character argument is named, not echoed back whole.
+MAX_ECHO = 120
+MAX_ERROR_LINE = 600
+# What the file systems vitrine runs on accept: one name, and a whole path, in bytes.
+NAME_MAX = 255
+PATH_MAX = 4096
+# Metavars that say an option takes a path even where its value stays text (a run named by
+# its id or its folder is a folder name either way).
+_PATH_METAVARS = frozenset({"PATH", "DIR", "FILE", "RUN", "RUN_ID"})
+
+
+def path_problem(text: str) -> str | None:
+    """Why ``text`` cannot name a file on this system, or None when it can."""
+    if "\x00" in text:
+        return "a path cannot contain a NUL character"
+    try:
+        encoded = os.fsencode(text)
+    except UnicodeEncodeError:
+        return "the path has characters this file system's encoding cannot store"
+    if len(encoded) > PATH_MAX:
+        return f"the path is {len(encoded)} bytes long, over the {PATH_MAX}-byte limit"
+    for part in encoded.split(b"/"):
+        if len(part) > NAME_MAX:
+            return (
+                f"a path component is {len(part)} bytes long, over the {NAME_MAX}-byte limit "
+                f"of a file name: {text!r}"
+            )
+    return None
+
+
+def takes_path(action: argparse.Action) -> bool:
+    """Whether ``action`` names a file or folder: typed as a Path, or shown as PATH, DIR, FILE,
+    RUN or RUN_ID."""
+    kind = action.type
+    if isinstance(kind, type) and issubclass(kind, PurePath):
+        return True
+    return isinstance(action.metavar, str) and action.metavar in _PATH_METAVARS
+
+
+class RefusingParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors raise :class:`CommandRefusal` instead of exiting.
+
+    Every value it reads is checked before its option's own type sees it, so that each
+    option of each command refuses the same inputs alike, a new option included: an empty or
+    blank value (``--output ''`` would otherwise mean the working directory), and for an
+    option that takes a path (typed :class:`~pathlib.Path`, or shown as PATH, DIR, FILE, RUN) a
+    path no file system accepts (a name over 255 bytes, a NUL), which would otherwise end in
+    a traceback the first time the path is touched.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandRefusal(message, USAGE)
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        if isinstance(arg_string, str):
+            if not arg_string.strip():
+                raise argparse.ArgumentError(action, "expected a value, got an empty one")
+            problem = path_problem(arg_string) if takes_path(action) else None
+            if problem is not None:
+                raise argparse.ArgumentError(action, problem)
+        return super()._get_value(action, arg_string)
+
+
+def add_suite_option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, component: str | None = None
+) -> None:
+    """``--suite MODULE:ATTR`` (default: None, read as :data:`DEFAULT_SUITE` when loading).
+
+    None rather than the default's text, so that an empty ``--suite ''`` is refused by the
+    loader as a mistake instead of being read as a request for the default suite.
+    """
+    provides = f" providing a {component!r} component" if component else ""
+    parser.add_argument(
+        "--suite",
+        metavar="MODULE:ATTR",
+        default=None,
+        help=f"the suite{provides} to load (default {DEFAULT_SUITE})",
+    )
+
+
+def add_store_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--output DIR``, also spelled ``--store DIR``: the run-store root (``args.output``)."""
+    parser.add_argument(
+        "--output",
+        "--store",
+        dest="output",
+        metavar="DIR",
+        type=Path,
+        help="run-store root (default: $VITRINE_HOME, else ./.vitrine)",
+    )
+
+
+def load_suite_or_refuse(spec: str | None, component: str | None = None) -> Any:
+    """The suite ``spec`` names (default :data:`DEFAULT_SUITE`), or its ``component``.
+
+    A suite that cannot be loaded, or lacks the component, becomes a :class:`CommandRefusal`
+    with the loader's own exit class (2 for a bad name, 4 for a module that breaks on import).
+    """
+    from vitrine._plans.base import UsageError
+    from vitrine._suite import SuiteLoadError, load_suite
+
+    try:
+        suite: Suite = load_suite(DEFAULT_SUITE if spec is None else spec)
+        return suite if component is None else suite.component(component)
+    except SuiteLoadError as exc:
+        raise CommandRefusal(str(exc), exc.exit_code) from exc
+    except UsageError as exc:
+        raise CommandRefusal(str(exc), USAGE) from exc
+
+
+def run_command(
+    prog: str,
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str],
+    handler: Callable[[argparse.Namespace], int],
+) -> int:
+    """Parse ``argv`` and hand the namespace to ``handler``; refusals become their exit code.
+
+    A parse error prints the usage line first; ``--help`` returns argparse's own code.
+    """
+    try:
+        args = parser.parse_args(list(argv))
+    except CommandRefusal as exc:
+        sys.stderr.write(parser.format_usage())
+        return report(prog, exc)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else USAGE
+    try:
+        return int(handler(args))
+    except CommandRefusal as exc:
+        return report(prog, exc)
+
+
+def report(prog: str, refusal: CommandRefusal) -> int:
+    """Print ``PROG: error: message`` on stderr and return the refusal's exit code."""
+    print_error(prog, str(refusal))
+    return int(refusal.code)
+
+
+def print_error(prog: str, message: str) -> None:
+    """Print ``PROG: error: message`` on stderr: the one shape of every refusal, on one line."""
+    sys.stderr.write(f"{prog}: error: {one_line(message)}\n")
+    sys.stderr.flush()
+
+
+_LONG_RUN = re.compile(rf"\S{{{MAX_ECHO + 1},}}")
+
+
+def _shorten(match: re.Match[str]) -> str:
+    run = match.group(0)
+    keep = MAX_ECHO - 30
+    return f"{run[:keep]}...{run[-20:]} ({len(run)} characters)"
+
+
+def one_line(message: str, limit: int = MAX_ERROR_LINE) -> str:
+    """``message`` as one bounded line: its lines joined by "; ", control characters escaped,
+    every run of input longer than :data:`MAX_ECHO` characters cut in the middle, and the
+    whole at most about ``limit`` characters."""
+    lines = [line.strip() for line in message.splitlines()]
+    text = "; ".join(line for line in lines if line)
+    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    text = _LONG_RUN.sub(_shorten, text)
+    if len(text) > limit:
+        text = f"{text[: limit - 100]} ... {text[-80:]} ({len(text)} characters)"
+    return text

@@ -1,0 +1,432 @@
+"""``vitrine redteam``: static cases, adaptive attacks, sign-off, the soft gate, exports.
+
+::
+
+    vitrine redteam run [CASES.yaml] [--target shop|vulnerable] [--provider P] [--no-judge]
+                        [--deterministic-only]
+    vitrine redteam adaptive --strategy goat|crescendo [--goal ID] [--attacker scripted|provider]
+    vitrine redteam sign-off FINDING --by NAME --reason TEXT [--run RUN]
+    vitrine redteam status [RUN]
+    vitrine redteam export RUN|latest --format json|junit|sarif [--out PATH]
+
+The target comes from the suite's ``redteam-target`` component. Without ``--provider``
+everything is offline and deterministic (scripted target, scripted attacker, no judge); with
+one, the subject, the judge and (by default) the attacker are that provider's models, and a
+paid provider needs ``--confirm-paid``. Nothing is sent to a service the operator did not name.
+
+Exit codes of ``run`` and ``adaptive``: 0 every probe resisted, 1 a compromise (a measured
+failure, and a finding that needs sign-off), 3 an inconclusive probe (for a static case: an
+assertion not measured, such as an ``llm-rubric`` with no judge), 4 infrastructure (an errored,
+truncated or skipped probe, or an unready provider), 2 invalid arguments. ``run
+--deterministic-only`` excludes the judged assertions instead, and the run says so in every
+report. ``status`` exits 1 while the run has an open finding; once all are signed off it exits
+with what the run left unresolved (3 or 4), and 0 only for a run with nothing missing: the soft
+gate a pipeline can call before the next deploy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vitrine._commandline import (
+    INFRASTRUCTURE,
+    CommandRefusal,
+    RefusingParser,
+    add_store_option,
+    add_suite_option,
+    load_suite_or_refuse,
+    run_command,
+)
+from vitrine._vocabulary import ExitCode
+
+if TYPE_CHECKING:
+    from vitrine.providers._base import ChatModel
+    from vitrine.redteam._judge import ChatModelSafetyJudge
+
+__all__ = ["main"]
+
+PROG = "vitrine redteam"
+# The longest adaptive conversation: each turn may call the target and the attacker model.
+MAX_TURNS = 50
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    add_suite_option(parser, component="redteam-target")
+    add_store_option(parser)
+
+
+def _provider_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target", default="shop", help="target variant: shop (default) or vulnerable"
+    )
+    parser.add_argument("--provider", choices=("openai", "azure", "local"))
+    parser.add_argument("--model", metavar="NAME")
+    parser.add_argument("--local-model", metavar="PATH", type=Path)
+    parser.add_argument("--confirm-paid", action="store_true")
+    parser.add_argument("--no-judge", action="store_true", help="never call a judge")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = RefusingParser(
+        prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""), allow_abbrev=False
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=RefusingParser)
+    run = commands.add_parser("run", help="run static cases from a YAML file")
+    run.add_argument("cases", nargs="?", type=Path, help="case file (default: the suite's)")
+    run.add_argument(
+        "--deterministic-only",
+        action="store_true",
+        help="exclude judged (llm-rubric) assertions and say so in the report; no judge is called",
+    )
+    _provider_options(run)
+    _common(run)
+    adaptive = commands.add_parser("adaptive", help="adaptive multi-turn attacks")
+    adaptive.add_argument("--strategy", required=True, choices=("goat", "crescendo"))
+    adaptive.add_argument("--goal", action="append", help="goal id (repeatable; default all)")
+    adaptive.add_argument(
+        "--attacker",
+        choices=("scripted", "provider"),
+        help="attacker model (default: the provider's if one is named, else scripted)",
+    )
+    adaptive.add_argument(
+        "--max-turns",
+        type=int,
+        default=5,
+        metavar="N",
+        help=f"turns per conversation, 1 to {MAX_TURNS} (default 5)",
+    )
+    adaptive.set_defaults(deterministic_only=False)  # an adaptive goal has no assertions
+    _provider_options(adaptive)
+    _common(adaptive)
+    sign = commands.add_parser("sign-off", help="record a human sign-off of a finding")
+    sign.add_argument("finding")
+    sign.add_argument("--by", required=True)
+    sign.add_argument("--reason", required=True)
+    sign.add_argument("--run", metavar="RUN", help="run id or directory (default: the latest run)")
+    _common(sign)
+    status = commands.add_parser("status", help="open findings: exit 1 while any remain")
+    status.add_argument(
+        "run", nargs="?", metavar="RUN", help="run id or directory (default: the latest)"
+    )
+    _common(status)
+    export = commands.add_parser("export", help="export a run as JSON, JUnit XML or SARIF")
+    export.add_argument("run", metavar="RUN", help="run id, directory, or 'latest'")
+    export.add_argument("--format", required=True, choices=("json", "junit", "sarif"))
+    export.add_argument("--out", type=Path, help="write here instead of stdout")
+    _common(export)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``vitrine redteam``; return the exit code."""
+    return run_command(PROG, build_parser(), argv, _dispatch)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    handlers = {
+        "run": _run,
+        "adaptive": _adaptive,
+        "sign-off": _sign_off,
+        "status": _status,
+        "export": _export,
+    }
+    from vitrine.redteam._runs import RunIntegrityError
+
+    try:
+        _root(args)  # a store path that cannot be a folder is refused before anything runs
+        return handlers[args.command](args)
+    except RunIntegrityError as exc:
+        raise CommandRefusal(str(exc), INFRASTRUCTURE) from exc
+    except KeyboardInterrupt:
+        raise CommandRefusal(
+            "interrupted: the run is incomplete and was not written", INFRASTRUCTURE
+        ) from None
+
+
+def _root(args: argparse.Namespace) -> Path:
+    from vitrine.store._naming import blocking_file, resolve_root
+
+    root = resolve_root(args.output)
+    blocker = blocking_file(root)
+    if blocker is not None:
+        raise CommandRefusal(f"--output {root} is not a directory ({blocker} is a file)")
+    return root
+
+
+def _component(args: argparse.Namespace) -> Any:
+    return load_suite_or_refuse(args.suite, "redteam-target")
+
+
+@dataclass
+class _Models:
+    subject: ChatModel | None
+    judge: ChatModelSafetyJudge | None
+    attacker_source: ChatModel | None
+    description: str
+
+
+def _models(args: argparse.Namespace, variant: str) -> _Models:
+    """The provider's models, only when one is named; refuses before any call."""
+    if args.provider is None:
+        return _Models(None, None, None, "offline (scripted)")
+    from vitrine.providers._config import ProviderConfig, create_chat_model, readiness
+    from vitrine.redteam._judge import ChatModelSafetyJudge
+    from vitrine.redteam._providers import redteam_config
+
+    config = redteam_config(
+        ProviderConfig.from_env(args.provider, model=args.model, local_model=args.local_model)
+    )
+    if config.paid and not args.confirm_paid:
+        raise CommandRefusal(
+            f"--provider {args.provider} calls a paid model service: add --confirm-paid "
+            "(--provider local costs nothing and needs no confirmation)"
+        )
+    state = readiness(config)
+    if not state.ready:
+        raise CommandRefusal(
+            f"provider not ready, nothing was called: {state.reason}", INFRASTRUCTURE
+        )
+    subject = create_chat_model(config, "subject")
+    judge = (
+        None
+        if args.no_judge or args.deterministic_only
+        else ChatModelSafetyJudge(
+            create_chat_model(config, "judge"), max_output_tokens=config.judge_max_output_tokens
+        )
+    )
+    described = config.describe()
+    return _Models(
+        None if variant == "vulnerable" else subject,
+        judge,
+        subject,
+        f"{described['provider']} {described['model']}",
+    )
+
+
+def _target_facts(component: Any, variant: str, models: _Models) -> dict[str, str]:
+    model = models.description if models.subject is not None else f"scripted ({variant})"
+    return {"name": str(component.name), "variant": variant, "model": model}
+
+
+def _factory(component: Any, variant: str, models: _Models) -> Any:
+    try:
+        return component.factory(variant, models.subject)
+    except ValueError as exc:
+        raise CommandRefusal(str(exc)) from exc
+
+
+def _run(args: argparse.Namespace) -> int:
+    from vitrine.redteam._cases import CaseFileError, load_cases
+    from vitrine.redteam._static import run_static_cases
+
+    component = _component(args)
+    path = args.cases or component.cases_path
+    try:
+        cases = load_cases(path)
+    except CaseFileError as exc:
+        raise CommandRefusal(str(exc)) from exc
+    models = _models(args, args.target)
+    factory = _factory(component, args.target, models)
+    started = _now()
+    facts = asyncio.run(
+        run_static_cases(cases, factory, judge=models.judge, exclude_judged=args.deterministic_only)
+    )
+    return _finish(args, "static", component, models, facts, started, {"cases_file": path.name})
+
+
+def _adaptive(args: argparse.Namespace) -> int:
+    from vitrine.redteam._adaptive import (
+        AdaptiveConfig,
+        ScriptedAttacker,
+        load_goals,
+        run_adaptive_campaign,
+    )
+    from vitrine.redteam._static import RunFacts
+
+    if not 1 <= args.max_turns <= MAX_TURNS:
+        raise CommandRefusal(
+            f"--max-turns must lie between 1 and {MAX_TURNS}, got {args.max_turns}: an attack "
+            "needs a turn, and each turn may call the target and the attacker"
+        )
+    component = _component(args)
+    goals = load_goals(component.profile)
+    chosen = args.goal or list(goals)
+    unknown = [g for g in chosen if g not in goals]
+    if unknown:
+        raise CommandRefusal(f"unknown goal {unknown[0]!r}: one of {', '.join(goals)}")
+    models = _models(args, args.target)
+    attacker_kind = args.attacker or ("provider" if models.attacker_source else "scripted")
+    if attacker_kind == "provider" and models.attacker_source is None:
+        raise CommandRefusal(
+            "--attacker provider needs --provider: no attacker model is configured"
+        )
+    attacker = models.attacker_source if attacker_kind == "provider" else ScriptedAttacker()
+    assert attacker is not None
+    factory = _factory(component, args.target, models)
+    started = _now()
+    result, turns, evidence = asyncio.run(
+        run_adaptive_campaign(
+            [goals[g] for g in chosen],
+            args.strategy,
+            factory,
+            attacker,
+            judge=models.judge,
+            config=AdaptiveConfig(max_turns=args.max_turns),
+        )
+    )
+    facts = RunFacts(result, turns=turns, evidence=evidence)
+    extra = {"strategy": args.strategy, "attacker": attacker.model_id}
+    return _finish(args, f"adaptive-{args.strategy}", component, models, facts, started, extra)
+
+
+def _finish(
+    args: argparse.Namespace,
+    kind: str,
+    component: Any,
+    models: _Models,
+    facts: Any,
+    started: str,
+    extra: dict[str, Any],
+) -> int:
+    from vitrine.redteam._report import write_run_html
+    from vitrine.redteam._runs import new_run_dir, write_run
+    from vitrine.redteam._static import run_document
+
+    document = run_document(
+        kind=kind,
+        target=_target_facts(component, args.target, models),
+        judge=None if models.judge is None else models.judge.judge_id,
+        facts=facts,
+        started_at=started,
+        extra=extra,
+    )
+    try:
+        run_dir = new_run_dir(_root(args))
+        write_run(run_dir, document)
+        document["run_id"] = run_dir.name
+        html = write_run_html(run_dir, document, [])
+    except OSError as exc:
+        raise CommandRefusal(
+            f"the run could not be written ({type(exc).__name__})", INFRASTRUCTURE
+        ) from exc
+    out = sys.stdout
+    scores = document["scores"]
+    out.write(
+        f"{PROG} {kind}: {scores['resisted']} resisted, {scores['compromised']} compromised, "
+        f"{scores['inconclusive']} inconclusive ({scores['errored']} errored) of "
+        f"{scores['total']}; {scores['calls_used']} of {scores['ceiling']} model calls\n"
+    )
+    if document["scope"] is not None:
+        out.write(f"scope: {document['scope']['statement']}\n")
+    for probe in document["probes"]:
+        out.write(f"  {probe['probe_id']}: {probe['outcome']}  {probe['diagnostic']}\n")
+    for finding in document["findings"]:
+        out.write(f"finding {finding['id']} ({finding['severity']}, {finding['owasp']}): OPEN\n")
+    out.write(f"artifact: {run_dir / 'redteam.json'}\nartifact: {html}\n")
+    out.write(f"exit {document['exit_code']} ({document['exit_meaning']}): ")
+    out.write(f"{document['exit_reason']}\n")
+    return int(document["exit_code"])
+
+
+def _resolve(args: argparse.Namespace, run: str | None) -> Path:
+    from vitrine.redteam._runs import RunNotFoundError, resolve_run
+
+    try:
+        return resolve_run(_root(args), None if run in (None, "latest") else run)
+    except RunNotFoundError as exc:
+        raise CommandRefusal(str(exc)) from exc
+
+
+def _loaded(run_dir: Path) -> dict[str, Any]:
+    from vitrine.redteam._runs import RunNotFoundError, load_run
+
+    try:
+        return load_run(run_dir)
+    except RunNotFoundError as exc:
+        raise CommandRefusal(str(exc)) from exc
+
+
+def _sign_off(args: argparse.Namespace) -> int:
+    from vitrine.redteam._report import write_run_html
+    from vitrine.redteam._runs import RunIntegrityError, sign_off
+
+    run_dir = _resolve(args, args.run)
+    document = _loaded(run_dir)
+    try:
+        # The page is re-rendered before the sign-off is confirmed: if either cannot be
+        # written (a full disk), the sign-off is not recorded, as the refusal says.
+        record = sign_off(
+            run_dir,
+            args.finding,
+            by=args.by,
+            reason=args.reason,
+            then=lambda signoffs: write_run_html(run_dir, document, signoffs),
+        )
+    except OSError as exc:
+        raise CommandRefusal(
+            f"the sign-off could not be recorded in {run_dir.name} ({exc.strerror or exc})",
+            INFRASTRUCTURE,
+        ) from exc
+    except RunIntegrityError:
+        raise
+    except (LookupError, ValueError) as exc:
+        raise CommandRefusal(str(exc)) from exc
+    sys.stdout.write(f"signed off {record.finding_id} in {run_dir.name} by {record.by}\n")
+    return ExitCode.PASS
+
+
+def _status(args: argparse.Namespace) -> int:
+    from vitrine.redteam._runs import finding_states, read_signoffs, unresolved_of
+
+    run_dir = _resolve(args, args.run)
+    document = _loaded(run_dir)
+    rows = finding_states(document, read_signoffs(run_dir))
+    open_rows = [r for r in rows if r["signoff"] is None]
+    out = sys.stdout
+    out.write(f"{PROG} status {run_dir.name}: {len(open_rows)} open, ")
+    out.write(f"{len(rows) - len(open_rows)} signed off\n")
+    for row in rows:
+        signed = row["signoff"]
+        state = "OPEN" if signed is None else f"signed off by {signed['by']}"
+        out.write(f"  {row['id']} ({row['severity']}, {row['owasp']}): {state}\n")
+    if open_rows:
+        out.write("open findings need a recorded human sign-off before the next deploy\n")
+        return ExitCode.MEASURED_FAILURE
+    gaps = unresolved_of(document)
+    if gaps is not None:
+        # A sign-off accepts what was found; it cannot vouch for what was never measured.
+        out.write(f"no sign-off covers what the run did not measure: {gaps['reason']}\n")
+        return ExitCode(gaps["exit_code"])
+    return ExitCode.PASS
+
+
+def _export(args: argparse.Namespace) -> int:
+    from vitrine.redteam._exports import export_run
+    from vitrine.redteam._runs import read_signoffs
+
+    run_dir = _resolve(args, args.run)
+    text = export_run(_loaded(run_dir), read_signoffs(run_dir), args.format)
+    if args.out is None:
+        sys.stdout.write(text)
+        return ExitCode.PASS
+    from vitrine.store._files import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(args.out, text.encode())
+    except OSError as exc:
+        raise CommandRefusal(
+            f"cannot write {args.out.name} ({type(exc).__name__})", INFRASTRUCTURE
+        ) from exc
+    sys.stdout.write(f"artifact: {args.out}\n")
+    return ExitCode.PASS
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

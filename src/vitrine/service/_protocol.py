@@ -1,0 +1,114 @@
+"""What the service needs from an assistant, and what a suite's factory receives.
+
+The service owns everything about HTTP (sessions, limits, streaming, errors); the assistant
+owns only the conversation. An assistant answers the whole conversation so far (every user
+turn of the session, oldest first), which keeps it stateless and lets the service bound and
+expire conversations without the assistant's help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from vitrine.errors import VitrineError
+
+__all__ = [
+    "Assistant",
+    "AssistantFactory",
+    "AssistantReply",
+    "AssistantUnavailable",
+    "ServiceOptions",
+    "ToolEvent",
+    "UnknownPersonaError",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceOptions:
+    """The start-up choices ``vitrine serve`` passes to a suite's assistant factory."""
+
+    architecture: str = "agent"
+    provider: str = "scripted"
+    model: str | None = None
+    local_model: str | None = None
+    regress: str | None = None
+    # A suite may answer some turns before its architecture (a front desk); off, it must not.
+    front_desk: bool = True
+    max_output_tokens: int | None = None  # None: the provider configuration's ceiling
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEvent:
+    """One tool call as the customer may see it: its name and how it ended, nothing else."""
+
+    name: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantReply:
+    """One answered turn. ``layer`` names what produced the answer (``"front-desk"``,
+    ``"agent"``, ``"workflow"``...), so a client can tell a fixed reply from a model's."""
+
+    answer: str
+    items: tuple[str, ...] = ()  # the catalogue identifiers the answer recommends, in order
+    abstained: bool = False
+    tool_calls: tuple[ToolEvent, ...] = ()
+    facts: dict[str, object] = field(default_factory=dict)  # extra JSON-safe scalars
+    layer: str = "assistant"
+
+
+class UnknownPersonaError(LookupError, VitrineError):
+    """The first request named a persona the assistant does not know."""
+
+    def __init__(self, persona_id: str, known: Sequence[str]) -> None:
+        super().__init__(persona_id)
+        self.persona_id = persona_id
+        self.known = tuple(known)
+
+
+class AssistantUnavailable(RuntimeError, VitrineError):
+    """The assistant cannot answer now; ``safe_message`` may be shown to the customer.
+
+    Anything else an assistant raises is reported with a fixed generic message, because its
+    text may hold an endpoint, a key or a stack trace.
+    """
+
+    def __init__(self, safe_message: str) -> None:
+        super().__init__(safe_message)
+        self.safe_message = safe_message
+
+
+@runtime_checkable
+class Assistant(Protocol):
+    """A conversational assistant ``vitrine serve`` can serve: it replies turn by turn."""
+
+    @property
+    def description(self) -> dict[str, str]:
+        """What /health reports about the assistant (architecture, provider, model)."""
+        ...
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """The tool names a client may see; any other name is reported as ``"other"``."""
+        ...
+
+    def check_persona(self, persona_id: str | None) -> None:
+        """Raise :class:`UnknownPersonaError` for a persona the assistant cannot serve."""
+        ...
+
+    async def warm_up(self) -> str | None:
+        """Load what the first answer would otherwise pay for; return a reason if not ready."""
+        ...
+
+    async def reply(self, persona_id: str | None, user_turns: Sequence[str]) -> AssistantReply:
+        """Answer the conversation whose last user turn is the current message."""
+        ...
+
+
+class AssistantFactory(Protocol):
+    """Builds the assistant for the service options ``vitrine serve`` was started with."""
+
+    def __call__(self, options: ServiceOptions) -> Assistant: ...

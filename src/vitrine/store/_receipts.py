@@ -1,0 +1,216 @@
+"""Session receipts: one sanitized ``outcome.json`` per session and an index of all of them.
+
+Layout under a receipts root (for live plans ``<store root>/live``)::
+
+    live-sessions/<session-id>/outcome.json
+    live-sessions/index.json
+
+A receipt is a plain JSON document built by the caller from an explicit allow-list. The store
+does not trust the caller to have been careful: every string in the document, keys included,
+passes through :func:`~vitrine._redact.sanitize_text` on the way to disk. The index is rewritten
+atomically with the new entry appended (never an in-place edit), and its reader skips entries
+it cannot understand instead of failing, so one damaged line never hides the other sessions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vitrine._redact import sanitize_text
+from vitrine.store._errors import TamperedRunError, UnsupportedSchemaError
+from vitrine.store._files import atomic_write_json, read_json
+from vitrine.store._naming import RUN_ID_PATTERN, new_run_id
+from vitrine.store._seal import RECEIPT_SEAL_FIELD, seal_problem, sealed
+
+__all__ = [
+    "RECEIPT_SCHEMA",
+    "RECEIPT_SCHEMA_VERSION",
+    "SUPPORTED_RECEIPT_VERSIONS",
+    "ReceiptIndexEntry",
+    "ReceiptStore",
+    "new_session_id",
+    "sanitize_document",
+]
+
+RECEIPT_SCHEMA = "vitrine-session-receipt"
+RECEIPT_SCHEMA_VERSION = 1
+SUPPORTED_RECEIPT_VERSIONS = frozenset({1})
+INDEX_SCHEMA_VERSION = 1
+SESSIONS_DIR = "live-sessions"
+OUTCOME_FILE = "outcome.json"
+INDEX_FILE = "index.json"
+
+# Long enough for a 1,000-character answer preview; every other field is shorter.
+STRING_LIMIT = 1000
+_MAX_DEPTH = 32
+
+
+def new_session_id() -> str:
+    """Same shape as a run id: sorts in time order, unique within a second."""
+    return new_run_id()
+
+
+def sanitize_document(value: Any, *, limit: int = STRING_LIMIT, _depth: int = 0) -> Any:
+    """A JSON-only copy of ``value`` with every string scrubbed and bounded.
+
+    Only JSON types survive: an object that is not a mapping, sequence, string, number, bool or
+    None is refused rather than described, because describing it (its repr) is exactly the
+    unrestricted runtime text a receipt must not hold.
+    """
+    if _depth > _MAX_DEPTH:
+        raise ValueError("a receipt nests deeper than 32 levels: refuse rather than truncate")
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        # NaN and infinities are not JSON; an absent number is stated as null.
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return sanitize_text(value, limit)
+    if isinstance(value, Mapping):
+        return {
+            sanitize_text(str(k), 200): sanitize_document(v, limit=limit, _depth=_depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [sanitize_document(v, limit=limit, _depth=_depth + 1) for v in value]
+    raise TypeError(f"a receipt holds JSON values only, not {type(value).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptIndexEntry:
+    session_id: str
+    plan: str
+    started_at: str
+    finished_at: str
+    exit_code: int
+    exit_reason: str
+    outcome: str  # relative to the receipts root
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "plan": self.plan,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "exit_code": self.exit_code,
+            "exit_reason": self.exit_reason,
+            "outcome": self.outcome,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReceiptIndexEntry:
+        return cls(
+            str(data["session_id"]),
+            str(data["plan"]),
+            str(data.get("started_at") or ""),
+            str(data.get("finished_at") or ""),
+            int(data["exit_code"]),
+            str(data.get("exit_reason") or ""),
+            str(data["outcome"]),
+        )
+
+
+class ReceiptStore:
+    """Receipts under ``<root>/live-sessions``."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / SESSIONS_DIR
+
+    @property
+    def index_path(self) -> Path:
+        return self.sessions_dir / INDEX_FILE
+
+    def outcome_path(self, session_id: str) -> Path:
+        if not RUN_ID_PATTERN.match(session_id):
+            raise ValueError(f"{session_id!r} is not a session id (see new_session_id)")
+        return self.sessions_dir / session_id / OUTCOME_FILE
+
+    def write(self, session_id: str, document: Mapping[str, Any]) -> Path:
+        """Persist one receipt and append it to the index; returns the outcome path."""
+        path = self.outcome_path(session_id)
+        body = sanitize_document(dict(document))
+        body.update(
+            schema=RECEIPT_SCHEMA, schema_version=RECEIPT_SCHEMA_VERSION, session_id=session_id
+        )
+        body = sealed(body, RECEIPT_SEAL_FIELD)  # an exit code edited afterwards no longer matches
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, body)
+        entry = ReceiptIndexEntry(
+            session_id,
+            str(body.get("plan") or ""),
+            str(body.get("started_at") or ""),
+            str(body.get("finished_at") or ""),
+            int(body.get("exit_code", 4)),
+            str(body.get("exit_reason") or ""),
+            path.relative_to(self.root).as_posix(),
+        )
+        with self._index_lock():
+            entries = [e for e in self.entries() if e.session_id != session_id]
+            entries.append(entry)
+            atomic_write_json(
+                self.index_path,
+                {
+                    "schema_version": INDEX_SCHEMA_VERSION,
+                    "sessions": [e.to_dict() for e in entries],
+                },
+            )
+        return path
+
+    def read(self, session_id: str) -> dict[str, Any]:
+        """Read one receipt; refuses a schema version this reader does not know and a receipt
+        whose seal does not match (:class:`TamperedRunError`)."""
+        data = read_json(self.outcome_path(session_id))
+        version = data.get("schema_version")
+        if data.get("schema") != RECEIPT_SCHEMA or version not in SUPPORTED_RECEIPT_VERSIONS:
+            raise UnsupportedSchemaError(
+                f"receipt {session_id} has schema {data.get('schema')!r} version {version!r}; "
+                f"this reader knows {RECEIPT_SCHEMA} {sorted(SUPPORTED_RECEIPT_VERSIONS)}"
+            )
+        problem = seal_problem(data, RECEIPT_SEAL_FIELD)
+        if problem is not None:
+            raise TamperedRunError(f"receipt {session_id} cannot be trusted: {problem}")
+        return data
+
+    def entries(self) -> list[ReceiptIndexEntry]:
+        """The index, oldest first; a missing or unreadable index has no entries it can show."""
+        try:
+            data = read_json(self.index_path)
+        except (OSError, ValueError):
+            return []
+        raw = data.get("sessions")
+        out: list[ReceiptIndexEntry] = []
+        for item in raw if isinstance(raw, list) else []:
+            if not isinstance(item, Mapping):
+                continue
+            try:
+                out.append(ReceiptIndexEntry.from_dict(item))
+            except (KeyError, TypeError, ValueError):
+                continue  # one damaged entry must not hide the others
+        return out
+
+    @contextlib.contextmanager
+    def _index_lock(self) -> Iterator[None]:
+        # Two sessions finishing together must not both read the old index and drop one entry.
+        self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        lock_path = self.sessions_dir / ".index.lock"
+        with lock_path.open("a") as handle:
+            try:
+                import fcntl  # noqa: PLC0415 - POSIX only, so it is tried where it is needed
+            except ImportError:  # no advisory locks on this platform: last writer wins
+                yield
+                return
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -1,0 +1,65 @@
+"""A trial's check results as evaluation events, and its measurement state, on its span."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from vitrine._outcomes import MeasurementState, Observation, run_verdict
+from vitrine.tracing import _semconv as sc
+from vitrine.tracing._spans import NULL_SPAN, Span, evaluation
+
+__all__ = ["CheckRow", "describe_trial", "record_observation"]
+
+
+class CheckRow(Protocol):
+    """One check's row of a trial (a :class:`vitrine._bench.results.ScenarioRow`)."""
+
+    @property
+    def check_key(self) -> str: ...
+
+    @property
+    def observation(self) -> Observation: ...
+
+
+def describe_trial(span: Span, rows: Sequence[CheckRow], error: str | None) -> None:
+    """Put every check result and the trial's measurement state and verdict on ``span``.
+
+    The state is ``not_measured`` when any check could not be measured, else ``measured`` when
+    any check was, else ``not_applicable``.
+    """
+    if span is NULL_SPAN:
+        return
+    for row in rows:
+        record_observation(row.check_key, row.observation)
+    observations = [row.observation for row in rows]
+    states = {o.state for o in observations}
+    if MeasurementState.NOT_MEASURED in states:
+        state = MeasurementState.NOT_MEASURED
+    elif MeasurementState.MEASURED in states:
+        state = MeasurementState.MEASURED
+    else:
+        state = MeasurementState.NOT_APPLICABLE
+    span.set(sc.MEASUREMENT_STATE, state.value)
+    span.set(sc.VERDICT, run_verdict(observations).value)
+    if error is not None:
+        span.set(sc.ERROR_TYPE, "subject_error")
+
+
+def record_observation(check_key: str, observation: Observation) -> None:
+    """One check's observation as a ``gen_ai.evaluation.result`` event on the open span.
+
+    A measured check scores 1.0 (passed) or 0.0 (failed) with the label ``pass`` or ``fail``;
+    a check that was not measured or did not apply has only its state as the label, never a
+    score: absence is not failure.
+    """
+    if observation.state is MeasurementState.MEASURED:
+        passed = bool(observation.passed)
+        evaluation(
+            check_key,
+            label="pass" if passed else "fail",
+            score=1.0 if passed else 0.0,
+            explanation=observation.reason or observation.label or None,
+        )
+    else:
+        evaluation(check_key, label=observation.state.value, explanation=observation.reason)
