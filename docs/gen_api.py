@@ -57,9 +57,9 @@ INTRO = """\
 
 Every public name of vitrine, from its docstring, grouped by the namespace you import it from:
 `import vitrine` for the names an evaluation is written with, `from vitrine.stats import
-wilson_interval` for the rest. A module whose name starts with an underscore
-(`vitrine._bench`, `vitrine.store._writer`) is the implementation and may change in any
-release; nothing on this page does without a note in `MIGRATION.md`.
+wilson_interval` for the rest. A module whose name starts with an underscore, at any level,
+is the implementation and may change in any release; nothing on this page does without a note
+in `MIGRATION.md`.
 """
 
 

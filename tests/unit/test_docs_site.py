@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import importlib.util
 import inspect
 import os
@@ -64,6 +66,76 @@ def test_the_api_page_holds_every_name_of_every_namespace_once():
                 importlib.import_module(namespace), name
             )
     assert len(rendered) == len(set(rendered))
+
+
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+# The page for people changing vitrine names the implementation on purpose, and says so.
+CONTRIBUTOR_PAGES = {"contributing.md"}
+# `vitrine.run.id` and its kind are span attribute names in the traces page, not Python names.
+SPAN_ATTRIBUTES = {
+    value
+    for value in vars(importlib.import_module("vitrine.tracing._semconv")).values()
+    if isinstance(value, str) and value.startswith("vitrine.")
+}
+DOTTED = re.compile(r"(?<![\w./-])vitrine(?:\.\w+)+")
+PRIVATE_PATH = re.compile(r"(?<![\w.-])(?:src/)?vitrine/(?:\w+/)*_[a-z]\w*")
+
+
+def _unexported(dotted: str, namespaces: list[str]) -> str | None:
+    """Why ``vitrine.x.y`` is not a name a user can import, or None when it is one."""
+    parts = dotted.split(".")
+    if any(part.startswith("_") and not part.endswith("__") for part in parts):
+        return f"{dotted} names a private module"
+    if len(parts) == 1 or parts[1] in vitrine.__all__ or parts[1].startswith("__"):
+        return None
+    namespace = ".".join(parts[:2])
+    if namespace not in namespaces:
+        return f"{dotted}: vitrine exports no {parts[1]}"
+    if len(parts) > 2 and parts[2] not in importlib.import_module(namespace).__all__:
+        return f"{dotted}: {namespace} exports no {parts[2]}"
+    return None
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
+def test_a_page_names_only_what_users_can_import(page):
+    text = page.read_text(encoding="utf-8")
+    if page.name in CONTRIBUTOR_PAGES:
+        return
+    namespaces = _gen_api().namespaces()
+    found = {dotted.rstrip(".") for dotted in DOTTED.findall(text)}
+    problems = [
+        why
+        for dotted in sorted(found - SPAN_ATTRIBUTES - {"vitrine.py"})
+        if (why := _unexported(dotted, namespaces))
+    ]
+    problems += [f"{path} is a private module's path" for path in PRIVATE_PATH.findall(text)]
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
+def test_every_python_block_of_a_page_parses_and_imports_public_names(page):
+    namespaces = _gen_api().namespaces()
+    for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+        tree = compile(block, page.name, "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vitrine."):
+                imported = [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module == "vitrine":
+                imported = [f"vitrine.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                imported = [a.name for a in node.names if a.name.split(".")[0] == "vitrine"]
+            else:
+                continue
+            problems = [why for name in imported if (why := _unexported(name, namespaces))]
+            assert not problems, (problems, block)
+
+
+def test_the_readme_is_short_and_every_link_in_it_resolves():
+    readme = ROOT / "README.md"
+    assert len(readme.read_bytes()) <= 10 * 1024, "the README is a front page: move detail to docs/"
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme.read_text(encoding="utf-8"))
+    assert targets
+    assert [t for t in targets if "://" not in t and not (ROOT / t).exists()] == []
 
 
 @pytest.mark.skipif(
