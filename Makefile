@@ -13,17 +13,18 @@ CORE_STAMP := $(VENV)/.core-stamp
 # virtual machines that report them without enabling them the first decode crashes (SIGSEGV).
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-$(STAMP): pyproject.toml
+# The harness and the reference subject are two distributions; the shop depends on vitrine.
+$(STAMP): pyproject.toml shop/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e '.[all]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e '.[all]' -e './shop[embeddings]'
 	touch $(STAMP) $(CORE_STAMP)
 
 # The offline suite needs only the core: the shop's scripted queries ship with their vectors,
 # so neither torch nor the model is installed (or loaded) for `make run`.
-$(CORE_STAMP): pyproject.toml
+$(CORE_STAMP): pyproject.toml shop/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e . -e ./shop
 	touch $(CORE_STAMP)
 
 setup: $(STAMP)
@@ -42,8 +43,8 @@ run: $(CORE_STAMP)
 	$(BIN)/vitrine --all
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src shop tests benchmarks examples
+	$(BIN)/ruff format --check src shop tests benchmarks examples
 
 typecheck: setup
 	$(BIN)/mypy

@@ -51,24 +51,24 @@ TOOL = "cosmic-ray"
 # included); data loading, prompts and the evaluation suite itself are left out, since a mutant of
 # a check is not a fault of the subject.
 MODULES = (
-    "src/vitrine_shop/agent.py",
-    "src/vitrine_shop/tools.py",
-    "src/vitrine_shop/operations.py",
-    "src/vitrine_shop/screen.py",
-    "src/vitrine_shop/purchase_claims.py",
-    "src/vitrine_shop/memory.py",
-    "src/vitrine_shop/interests.py",
-    "src/vitrine_shop/front_desk.py",
-    "src/vitrine_shop/served_assistant.py",
-    "src/vitrine_shop/workflow/graph.py",
-    "src/vitrine_shop/workflow/context.py",
-    "src/vitrine_shop/workflow/discovery.py",
-    "src/vitrine_shop/workflow/attempts.py",
-    "src/vitrine_shop/workflow/shop_workflow.py",
-    "src/vitrine_shop/workflow/stages/schemas.py",
-    "src/vitrine_shop/workflow/stages/messages.py",
-    "src/vitrine_shop/workflow/stages/code_paths.py",
-    "src/vitrine_shop/workflow/stages/presentation.py",
+    "shop/src/vitrine_shop/agent.py",
+    "shop/src/vitrine_shop/tools.py",
+    "shop/src/vitrine_shop/operations.py",
+    "shop/src/vitrine_shop/screen.py",
+    "shop/src/vitrine_shop/purchase_claims.py",
+    "shop/src/vitrine_shop/memory.py",
+    "shop/src/vitrine_shop/interests.py",
+    "shop/src/vitrine_shop/front_desk.py",
+    "shop/src/vitrine_shop/served_assistant.py",
+    "shop/src/vitrine_shop/workflow/graph.py",
+    "shop/src/vitrine_shop/workflow/context.py",
+    "shop/src/vitrine_shop/workflow/discovery.py",
+    "shop/src/vitrine_shop/workflow/attempts.py",
+    "shop/src/vitrine_shop/workflow/shop_workflow.py",
+    "shop/src/vitrine_shop/workflow/stages/schemas.py",
+    "shop/src/vitrine_shop/workflow/stages/messages.py",
+    "shop/src/vitrine_shop/workflow/stages/code_paths.py",
+    "shop/src/vitrine_shop/workflow/stages/presentation.py",
 )
 # Sized on a two-core machine shared with other work, where one mutant costs about 8 s with
 # the offline suite alone (150 mutants: 1,183 s, plus 83 s for the unmutated run), so the
@@ -217,7 +217,11 @@ def _extract_revision(root: Path, destination: Path, revision: str) -> int:
 def _environment(workdir: Path, store: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VITRINE_", "EVAL_API"))}
     # The copy's sources come first, ahead of the editable install of the working tree.
-    env.update(PYTHONPATH=str(workdir / "src"), VITRINE_HOME=str(store), PYTHONHASHSEED="0")
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(workdir / "src"), str(workdir / "shop" / "src")]),
+        VITRINE_HOME=str(store),
+        PYTHONHASHSEED="0",
+    )
     # No bytecode cache: a mutant written within the same second as its original could
     # otherwise be served from a stale .pyc.
     env["PYTHONDONTWRITEBYTECODE"] = "1"

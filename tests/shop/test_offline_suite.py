@@ -15,7 +15,7 @@ from vitrine.store import RunStore, load_run
 from vitrine_shop.evals.evidence import ShopUnderTest
 from vitrine_shop.evals.offline import OFFLINE_NODES, replace_catalogue, run_offline_suite
 
-DATA = Path(__file__).resolve().parents[2] / "src" / "vitrine_shop" / "data"
+DATA = Path(__file__).resolve().parents[2] / "shop" / "src" / "vitrine_shop" / "data"
 
 
 def _report(root: Path) -> dict:

@@ -25,7 +25,8 @@ from vitrine._commandline import MAX_ECHO, one_line
 from vitrine.redteam._cases import MAX_CASE_FILE_BYTES
 from vitrine.redteam._command import MAX_TURNS
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+ROOT = Path(__file__).resolve().parents[2]
+SRC = os.pathsep.join([str(ROOT / "src"), str(ROOT / "shop" / "src")])
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -268,7 +269,7 @@ def test_serve_without_the_shop_extra_refuses_at_start_with_the_install_line(tmp
     )
     assert done.returncode == 4, done.stderr[-800:]
     line = _one_error(done.stderr)
-    assert "pip install" in line and "[shop]" in line
+    assert "pip install" in line and "[embeddings]" in line
 
 
 def test_the_service_closes_a_connection_that_sends_half_a_request(monkeypatch):

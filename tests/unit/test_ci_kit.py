@@ -24,7 +24,9 @@ def _tool(name: str) -> str | None:
 
 
 WORKFLOWS = ROOT / ".github" / "workflows"
-PROJECT = CiSettings(suite=DEFAULT_SUITE, install="pip install -e '.[{extras}]'")
+PROJECT = CiSettings(
+    suite=DEFAULT_SUITE, install="pip install -e '.[{extras}]' -e './shop[embeddings]'"
+)
 
 TOY_SUITE = """
 from vitrine._outcomes import ExitCode

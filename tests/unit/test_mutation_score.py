@@ -102,6 +102,6 @@ def test_an_unknown_revision_is_refused_with_a_sentence(tmp_path):
 
 def test_a_module_outside_the_project_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        mutation_score.main(["--module", "src/vitrine_shop/nowhere.py"])
+        mutation_score.main(["--module", "shop/src/vitrine_shop/nowhere.py"])
     assert exit_info.value.code == 2
     assert "not a Python module of this project" in capsys.readouterr().err

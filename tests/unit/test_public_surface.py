@@ -26,7 +26,7 @@ NAMESPACES = sorted(
     for path in SRC.iterdir()
     if not path.name.startswith("_") and (path.suffix == ".py" or (path / "__init__.py").exists())
 )
-USER_CODE = [Path(vitrine.__file__).parents[1] / "vitrine_shop", ROOT / "examples"]
+USER_CODE = [ROOT / "shop" / "src" / "vitrine_shop", ROOT / "examples"]
 
 
 def _private_imports(path: Path) -> list[str]:

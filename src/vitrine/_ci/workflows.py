@@ -51,11 +51,12 @@ class CiSettings:
                 raise ValueError(f"{name} must be one plain line without backticks or $: {value!r}")
 
 
+# vitrine's own extras per layer; the suite's package brings what the suite needs.
 _EXTRAS = {
-    "offline": "shop",
-    "behaviour": "shop,service,dev",
-    "redteam": "shop",
-    "rag": "shop,rag",
+    "offline": "",
+    "behaviour": "service,dev",
+    "redteam": "",
+    "rag": "rag",
 }
 
 _SETUP = """\
@@ -213,7 +214,8 @@ def render_workflows(settings: CiSettings) -> dict[str, str]:
     out: dict[str, str] = {}
     for layer in settings.layers:
         setup = _SETUP.format(
-            python=settings.python, install=settings.install.format(extras=_EXTRAS[layer])
+            python=settings.python,
+            install=settings.install.format(extras=_EXTRAS[layer]).replace("[]", ""),
         )
         upload = _UPLOAD.format(
             name=f"{layer}-reports", path=f"reports/{layer}/", retention=RETENTION_DAYS

