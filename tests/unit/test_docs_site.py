@@ -130,6 +130,13 @@ def test_every_python_block_of_a_page_parses_and_imports_public_names(page):
             assert not problems, (problems, block)
 
 
+@pytest.mark.parametrize("page", [*PAGES, ROOT / "MIGRATION.md"], ids=lambda path: path.name)
+def test_every_repository_path_a_page_names_exists(page):
+    roots = "src|shop|tests|benchmarks|examples|docs|\\.github|\\.ci"
+    named = re.findall(rf"`((?:{roots})/[^`\s:]*)", page.read_text(encoding="utf-8"))
+    assert [path for path in named if not (ROOT / path).exists()] == []
+
+
 def test_the_readme_is_short_and_every_link_in_it_resolves():
     readme = ROOT / "README.md"
     assert len(readme.read_bytes()) <= 10 * 1024, "the README is a front page: move detail to docs/"
