@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vitrine.errors import VitrineError
+from vitrine.errors import BudgetReached, PriceTableError
 
 if TYPE_CHECKING:
     from vitrine._bench.model import Arm, Case
@@ -42,18 +42,6 @@ __all__ = [
     "budget_gated",
     "load_price_table",
 ]
-
-
-class BudgetReached(VitrineError):
-    """A request refused before it was sent: the session's spend ceiling was reached.
-
-    Deliberately not a ProviderError: a provider failure may be retried or answered by a code
-    path, and a refused request must instead end its trial as not measured (reason "budget").
-    """
-
-
-class PriceTableError(ValueError, VitrineError):
-    """A price table that cannot be read or states an impossible price."""
 
 
 @dataclass(frozen=True, slots=True)

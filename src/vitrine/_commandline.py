@@ -20,7 +20,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from vitrine._vocabulary import ExitCode
-from vitrine.errors import VitrineError
+from vitrine.errors import CommandRefusal
 
 if TYPE_CHECKING:
     from vitrine._suite import Suite
@@ -50,14 +50,6 @@ DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"
 # The two classes a refusal can carry, under the names commands use for them.
 USAGE = ExitCode.INVALID_ARGUMENTS
 INFRASTRUCTURE = ExitCode.INFRASTRUCTURE
-
-
-class CommandRefusal(VitrineError):
-    """A request a command will not run, with the exit code that says whose fault it is."""
-
-    def __init__(self, message: str, code: ExitCode | int = USAGE) -> None:
-        super().__init__(message)
-        self.code = ExitCode(code)
 
 
 # The longest run of input an error line repeats (longer ones keep their start and end), and the

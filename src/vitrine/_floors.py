@@ -14,7 +14,7 @@ from math import comb
 from types import MappingProxyType
 from typing import Any
 
-from vitrine.errors import VitrineError
+from vitrine.errors import FloorNotDerivableError
 
 __all__ = [
     "ChanceFloor",
@@ -32,10 +32,6 @@ class FloorKind(StrEnum):
     PRIOR_RATE = "prior-rate"
     EMPIRICAL_POLICY = "empirical-policy"
     NOT_DERIVABLE = "not-derivable"
-
-
-class FloorNotDerivableError(ValueError, VitrineError):
-    """Raised when code asks a not-derivable floor for a number it does not have."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from vitrine.errors import VitrineError
+from vitrine.errors import TimelineError
 from vitrine.reports._model import TimelineEntry
 
 __all__ = [
@@ -52,10 +52,6 @@ class NodeEnded:
     node: str
     status: NodeStatus
     detail: str = ""
-
-
-class TimelineError(RuntimeError, VitrineError):
-    """A node was started twice, ended without starting, or left active."""
 
 
 @dataclass

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
-from vitrine.errors import VitrineError
+from vitrine.errors import SelectorCancelled
 
 if TYPE_CHECKING:
     from vitrine._plans.base import Plan
@@ -26,10 +26,6 @@ __all__ = ["SELECTOR_MAX_REPETITIONS", "SelectorCancelled", "choose", "interacti
 # The protocol's interactive bound; each plan's own rule narrows it further.
 SELECTOR_MAX_REPETITIONS = 30
 _ATTEMPTS = 5
-
-
-class SelectorCancelled(VitrineError):
-    """The operator left the menu (end of input, ``q``, or declined a paid run)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,9 @@ from types import MappingProxyType
 from typing import Any
 
 from vitrine._commandline import DEFAULT_SUITE
-from vitrine._outcomes import ExitCode
 from vitrine._plans.base import Plan, PlanKind, UsageError
 from vitrine._usercode import UserCodeError, import_user_module, user_attribute
+from vitrine.errors import SuiteLoadError
 
 __all__ = [
     "ALIAS_FLAGS",
@@ -237,18 +237,6 @@ class Suite:
             return user_attribute(import_user_module(module_name, label), attr, label)
         except UserCodeError as exc:
             raise SuiteLoadError(str(exc), exc.exit_code) from exc
-
-
-class SuiteLoadError(UsageError):
-    """``--suite`` did not lead to a Suite. ``exit_code`` says whose fault it is.
-
-    A module or attribute that does not exist is an invalid argument (2); a module that exists
-    but raises while it is imported is a broken installation (4).
-    """
-
-    def __init__(self, message: str, exit_code: ExitCode = ExitCode.INVALID_ARGUMENTS) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def load_suite(spec: str = DEFAULT_SUITE) -> Suite:

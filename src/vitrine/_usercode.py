@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from vitrine._redact import describe_exception
 from vitrine._vocabulary import ExitCode
-from vitrine.errors import VitrineError
+from vitrine.errors import UserCodeError
 
 __all__ = [
     "UserCodeError",
@@ -32,14 +32,6 @@ __all__ = [
 
 T = TypeVar("T")
 _ABSENT = object()
-
-
-class UserCodeError(VitrineError):
-    """Named user code could not be imported, read or called; ``exit_code`` says whose fault."""
-
-    def __init__(self, message: str, exit_code: ExitCode = ExitCode.INFRASTRUCTURE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def describe_user_exception(exc: BaseException) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import IntEnum, StrEnum
 
-from vitrine.errors import VitrineError
+from vitrine.errors import ObservationError
 
 __all__ = [
     "ExitCode",
@@ -28,10 +28,6 @@ __all__ = [
     "aggregate_exit_codes",
     "status_of_label",
 ]
-
-
-class ObservationError(ValueError, VitrineError):
-    """An observation whose fields contradict its measurement state."""
 
 
 class MeasurementState(StrEnum):

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from vitrine.errors import VitrineError
+from vitrine.errors import ExecutorError, ExecutorUnavailableError
 
 if TYPE_CHECKING:
     from vitrine._bench.model import AdmittedCheck, Arm, Case
@@ -41,14 +41,6 @@ __all__ = [
 
 EXECUTOR_NAMES = ("local", "ray")
 RAY_INSTALL = "pip install 'vitrine[ray]' (in a checkout: pip install -e '.[ray]')"
-
-
-class ExecutorError(ValueError, VitrineError):
-    """An executor refused what it was asked to run or how it was configured."""
-
-
-class ExecutorUnavailableError(RuntimeError, VitrineError):
-    """The executor's infrastructure cannot be reached (no cluster at the address given)."""
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from vitrine._bench.response import SubjectResponse
 from vitrine._floors import ChanceFloor
 from vitrine._outcomes import Observation
-from vitrine.errors import VitrineError
+from vitrine.errors import AdmissionError, DefinitionError
 
 __all__ = [
     "AdmissionError",
@@ -111,10 +111,6 @@ class Authority(StrEnum):
     DIAGNOSTIC = "diagnostic"
 
 
-class AdmissionError(ValueError, VitrineError):
-    """A check was offered for admission without what admission requires."""
-
-
 @dataclass(frozen=True, slots=True)
 class AdmittedCheck:
     check: Check
@@ -153,10 +149,6 @@ def admit(
             "reports never invent a 0.5"
         )
     return AdmittedCheck(chk, floor, authority)
-
-
-class DefinitionError(ValueError, VitrineError):
-    """A benchmark definition that cannot be run as stated."""
 
 
 @dataclass(frozen=True)

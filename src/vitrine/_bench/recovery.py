@@ -21,7 +21,7 @@ from vitrine._bench.results import RunResult
 from vitrine._bench.retry import RetryPolicy
 from vitrine._bench.runner import resume_run
 from vitrine._sync_entry import refuse_inside_event_loop
-from vitrine.errors import VitrineError
+from vitrine.errors import AmbiguousResumeError, UnknownRunError
 from vitrine.store._errors import ResumeMismatchError, RunStoreError
 from vitrine.store._layout import RunPaths
 from vitrine.store._maintenance import inspect_store
@@ -38,14 +38,6 @@ __all__ = [
     "resume_unsealed_async",
     "select_unsealed",
 ]
-
-
-class AmbiguousResumeError(ValueError, VitrineError):
-    """Several runs are unsealed and none was named: resuming one at random is not a choice."""
-
-
-class UnknownRunError(ValueError, VitrineError):
-    """The run named for a resume is not in the store."""
 
 
 @dataclass(frozen=True, slots=True)

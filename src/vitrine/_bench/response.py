@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from vitrine._redact import bound_text
-from vitrine.errors import VitrineError
+from vitrine.errors import ImpossibleCensusError
 
 __all__ = [
     "AttemptOutcome",
@@ -126,10 +126,6 @@ class StageStatus(StrEnum):
     @property
     def keeps_quality_measurable(self) -> bool:
         return self in (StageStatus.MEASURED, StageStatus.RECOVERED)
-
-
-class ImpossibleCensusError(ValueError, VitrineError):
-    """An attempt census that could not have come from a real stage."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from vitrine import _stats as stats
 from vitrine._floors import ChanceFloor
 from vitrine._outcomes import Census, MeasurementState, Observation
-from vitrine.errors import VitrineError
+from vitrine.errors import ComparisonError, FloorComparisonError, ScoreError
 
 if TYPE_CHECKING:
     from vitrine._bench.results import RunResult
@@ -50,18 +50,6 @@ __all__ = [
 # The significance level the power flags are stated against. It labels a design as unable to
 # ever reach significance; it is not a pass threshold and nothing here gates on it.
 ALPHA = 0.05
-
-
-class ScoreError(ValueError, VitrineError):
-    """Inputs whose score would not mean what it claims."""
-
-
-class ComparisonError(ScoreError):
-    """Two sets of runs that cannot be compared as stated."""
-
-
-class FloorComparisonError(ScoreError):
-    """A floor test asked of values that are not pass/fail counts."""
 
 
 # --------------------------------------------------------------------------------------------

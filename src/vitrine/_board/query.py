@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 from urllib.parse import urlencode
 
 from vitrine._board.catalog import KINDS, VERDICTS, RunHeader
-from vitrine.errors import VitrineError
+from vitrine.errors import QueryError
 
 __all__ = ["DEFAULT_PER_PAGE", "MAX_PER_PAGE", "IndexQuery", "Page", "QueryError"]
 
@@ -21,10 +21,6 @@ DEFAULT_PER_PAGE = 50
 MAX_PER_PAGE = 500
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _HASH = re.compile(r"^[A-Za-z0-9:]{1,80}$")
-
-
-class QueryError(ValueError, VitrineError):
-    """A filter or paging value the board refuses; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True)

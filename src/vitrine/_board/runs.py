@@ -15,7 +15,7 @@ from typing import Any
 from vitrine._bench.results import RunResult
 from vitrine._bench.score import CheckScore, FloorComparisonError, RepCollapse
 from vitrine._outcomes import MeasurementState, Observation
-from vitrine.errors import VitrineError
+from vitrine.errors import BoardError
 from vitrine.store._errors import RunStoreError
 from vitrine.store._files import read_json
 from vitrine.store._reader import load_run
@@ -30,14 +30,6 @@ __all__ = [
     "read_document",
     "trial_view",
 ]
-
-
-class BoardError(VitrineError):
-    """A page the board cannot show; the message is the sentence the page shows instead."""
-
-    def __init__(self, message: str, status: int = 404) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def read_document(root: Path, location: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from vitrine._budget import Price, SpendCeiling
 from vitrine._outcomes import ExitCode
-from vitrine.errors import VitrineError
+from vitrine.errors import PlanUnavailableError, UsageError
 from vitrine.store._naming import resolve_root
 
 __all__ = [
@@ -41,17 +41,6 @@ PROVIDERS: tuple[ProviderName, ...] = ("openai", "azure", "local", "anthropic")
 # Plans emit runner events and their own event types; a sink that accepts any object can be
 # handed straight to the runner, whose sink parameter is narrower.
 ProgressSink = Callable[[object], None]
-
-
-class UsageError(ValueError, VitrineError):
-    """A request that cannot run as stated. The CLI reports it and exits 2 (invalid arguments).
-
-    The message names the rule that refused the request and says why the rule exists.
-    """
-
-
-class PlanUnavailableError(RuntimeError, VitrineError):
-    """A plan was asked to run although it declared itself unavailable."""
 
 
 class PlanKind(StrEnum):

@@ -17,7 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from vitrine.errors import VitrineError
+from vitrine.errors import ManifestError
 
 __all__ = [
     "ControlSpec",
@@ -39,10 +39,6 @@ class ScopeClass(StrEnum):
 
     PRODUCTION_OBSERVATION = "production-observation"
     BOUNDARY_CALIBRATION_FIXTURE = "boundary-calibration-fixture"
-
-
-class ManifestError(ValueError, VitrineError):
-    """A control manifest that cannot be trusted as a ledger of registered controls."""
 
 
 _TEXT_FIELDS = ("id", "name", "category", "target", "mutation", "producer", "evaluator", "tranche")

@@ -9,7 +9,7 @@ from typing import TypeVar
 from vitrine._plans.base import PlanKind, UsageError
 from vitrine._redact import describe_exception
 from vitrine._suite import Suite
-from vitrine.errors import VitrineError
+from vitrine.errors import CatalogueImportError
 from vitrine.mutants._model import Mutant, MutantCatalogue
 from vitrine.mutants._operators import generate_mutants
 from vitrine.mutants._seams import Seams
@@ -29,10 +29,6 @@ MUTANTS_COMPONENT = "mutants"
 SEAMS_COMPONENT = "seams"
 
 _T = TypeVar("_T")
-
-
-class CatalogueImportError(RuntimeError, VitrineError):
-    """The catalogue's module exists but raised while it was imported: a broken installation."""
 
 
 def suite_catalogue(suite: Suite) -> MutantCatalogue:

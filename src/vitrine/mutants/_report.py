@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vitrine.errors import VitrineError
+from vitrine.errors import MatrixSchemaError
 
 __all__ = [
     "MATRIX_SCHEMA_VERSION",
@@ -147,10 +147,6 @@ class MutantMatrix(_Model):
             f"generated: {self.generated_killed}/{self.generated_total} killed ({share:.1f}%)"
         )
         return generated if not self.total else f"{text}; {generated}"
-
-
-class MatrixSchemaError(ValueError, VitrineError):
-    """A matrix file this version of vitrine cannot read."""
 
 
 def matrix_json(matrix: MutantMatrix) -> str:

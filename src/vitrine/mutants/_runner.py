@@ -34,7 +34,7 @@ from vitrine._outcomes import ExitCode
 from vitrine._plans.base import UsageError
 from vitrine._redact import sanitize_text
 from vitrine._suite import DEFAULT_SUITE, load_suite
-from vitrine.errors import VitrineError
+from vitrine.errors import MutantRunError
 from vitrine.mutants._catalogue import (
     CatalogueImportError,
     SuiteMutants,
@@ -66,10 +66,6 @@ _LOG_TAIL_CHARS = 300
 _PROGRESS_KILLERS = 3  # a progress line stays one line; the matrix has them all
 
 Progress = Callable[[str], None]
-
-
-class MutantRunError(RuntimeError, VitrineError):
-    """The mutants could not be judged at all (exit 4): a red baseline, a broken catalogue."""
 
 
 @dataclass(frozen=True, slots=True)

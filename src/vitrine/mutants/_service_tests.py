@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine._suite import Suite
-from vitrine.errors import VitrineError
+from vitrine.errors import ServiceTestError
 from vitrine.mutants._statuses import test_key
 
 __all__ = ["ServiceTestError", "ServiceTests", "run_service_tests", "unreachable_tests"]
@@ -30,10 +30,6 @@ _STOP_TIMEOUT_S = 10.0
 _VALUE_OPTIONS = frozenset(
     {"-m", "-k", "-p", "-o", "-W", "-c", "--ignore", "--deselect", "--rootdir", "--confcutdir"}
 )
-
-
-class ServiceTestError(RuntimeError, VitrineError):
-    """The service could not start or a test selection could not run."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from vitrine._bench.response import TokenUsage
-from vitrine._redact import redact_credentials, sanitize_text
-from vitrine.errors import VitrineError
+from vitrine._redact import redact_credentials
+from vitrine.errors import ProviderError
 
 __all__ = [
     "ChatCompletion",
@@ -179,20 +179,6 @@ class ProviderFailure(StrEnum):
             ProviderFailure.TIMEOUT,
             ProviderFailure.UNAVAILABLE,
         )
-
-
-class ProviderError(VitrineError):
-    """A typed provider failure whose message is already safe to persist."""
-
-    def __init__(self, failure: ProviderFailure, detail: str = "") -> None:
-        self.failure = failure
-        self.safe_detail = sanitize_text(detail) if detail else ""
-        message = failure.value + (f": {self.safe_detail}" if self.safe_detail else "")
-        super().__init__(message)
-
-    @property
-    def retryable(self) -> bool:
-        return self.failure.retryable
 
 
 @runtime_checkable

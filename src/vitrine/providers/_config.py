@@ -60,7 +60,7 @@ from urllib.parse import urlsplit
 
 from vitrine._plans.base import PROVIDERS, ProviderName
 from vitrine._redact import register_secret
-from vitrine.errors import VitrineError
+from vitrine.errors import ProviderNotReadyError
 from vitrine.providers._base import ChatModel, Provenance
 from vitrine.providers._openai_compat import (
     STRUCTURED_OUTPUT_MODES,
@@ -310,14 +310,6 @@ class Readiness:
     paid: bool
     provenance: Provenance
     missing: tuple[str, ...] = ()
-
-
-class ProviderNotReadyError(RuntimeError, VitrineError):
-    """A model was asked for from a configuration that is not ready."""
-
-    def __init__(self, state: Readiness) -> None:
-        super().__init__(state.reason)
-        self.readiness = state
 
 
 def readiness(config: ProviderConfig) -> Readiness:

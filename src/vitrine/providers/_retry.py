@@ -30,6 +30,7 @@ from typing import TypeVar
 
 from vitrine import tracing
 from vitrine._bench.response import AttemptOutcome, StageAttemptCensus
+from vitrine.errors import RetryAfterError
 from vitrine.providers._base import ChatCompletion, ProviderError, ProviderFailure
 
 __all__ = [
@@ -43,19 +44,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-class RetryAfterError(ProviderError):
-    """A provider error that carries the provider's advice on when to try again.
-
-    Raised by providers when a 429 or 503 came with a ``Retry-After`` header; the retry loop
-    waits at least that long (capped by the policy). Callers may treat it as a plain
-    :class:`ProviderError`.
-    """
-
-    def __init__(self, failure: ProviderFailure, detail: str = "", *, retry_after_s: float) -> None:
-        super().__init__(failure, detail)
-        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True, slots=True)

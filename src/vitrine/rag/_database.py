@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine._redact import describe_exception
-from vitrine.errors import VitrineError
+from vitrine.errors import DatabaseUnavailable
 
 __all__ = [
     "DATABASE_URL_ALIAS",
@@ -37,10 +37,6 @@ DATABASE_URL_ALIAS = "RAGAS_DB_URL"
 
 _servers: dict[Path, Any] = {}
 _lock = threading.Lock()
-
-
-class DatabaseUnavailable(RuntimeError, VitrineError):
-    """No database could be reached or started: an infrastructure failure, never a score."""
 
 
 def database_url(store_root: Path) -> str:

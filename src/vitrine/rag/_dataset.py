@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vitrine.errors import VitrineError
+from vitrine.errors import DatasetError
 from vitrine.rag._chunking import KnowledgeBase
 from vitrine.rag._metrics import Metric
 
@@ -33,10 +33,6 @@ DATASET_SCHEMA_VERSION = 1
 ITEM_SETS = ("", "judged", "calibration")
 # 2: answer correctness, two abstention rates, the split; 3: wrong facts, indexed sources
 THRESHOLDS_SCHEMA_VERSION = 3
-
-
-class DatasetError(ValueError, VitrineError):
-    """A dataset or thresholds file that cannot be used as it is."""
 
 
 @dataclass(frozen=True, slots=True)

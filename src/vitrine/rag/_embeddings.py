@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vitrine._redact import register_secret, sanitize_text
-from vitrine.errors import VitrineError
+from vitrine.errors import EmbeddingConfigError, EmbeddingError
 
 __all__ = [
     "EmbeddingConfigError",
@@ -58,14 +58,6 @@ class TextEmbedder(Protocol):
     def model_id(self) -> str: ...
 
     def embed(self, texts: Sequence[str]) -> Vectors: ...
-
-
-class EmbeddingConfigError(ValueError, VitrineError):
-    """Prod embeddings were asked for without the configuration they need."""
-
-
-class EmbeddingError(RuntimeError, VitrineError):
-    """The embeddings endpoint failed; the message is safe to print and persist."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vitrine._redact import describe_exception
-from vitrine.errors import VitrineError
+from vitrine.errors import VectorStoreError
 from vitrine.rag._chunking import Chunk
 from vitrine.rag._database import DatabaseUnavailable
 
@@ -34,10 +34,6 @@ __all__ = ["RetrievedChunk", "TableInfo", "VectorStore", "VectorStoreError"]
 
 _TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 _BATCH_ROWS = 1000  # rows per pipelined INSERT batch
-
-
-class VectorStoreError(RuntimeError, VitrineError):
-    """The table is missing, stale or was built by another embedding model."""
 
 
 @dataclass(frozen=True, slots=True)

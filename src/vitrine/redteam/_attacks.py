@@ -25,7 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from vitrine.errors import VitrineError
+from vitrine.errors import CatalogueError
 from vitrine.redteam._detectors import DETECTOR_KINDS, DetectorSpec
 from vitrine.redteam._model import OWASP_TITLES, Intensity, Probe, Severity, Surface
 
@@ -42,10 +42,6 @@ __all__ = [
 
 _LEET = str.maketrans({"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7"})
 ENCODERS: tuple[str, ...] = ("base64", "rot13", "leetspeak")
-
-
-class CatalogueError(ValueError, VitrineError):
-    """The attack catalogue (or a profile filling it in) is malformed; the message says where."""
 
 
 def encode(text: str, encoder: str) -> str:

@@ -44,7 +44,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vitrine._redact import sanitize_text
-from vitrine.errors import VitrineError
+from vitrine.errors import CaseFileError
 from vitrine.providers._base import ProviderError
 from vitrine.redteam._campaign import Execution, PlannedProbe, probe_result
 from vitrine.redteam._detectors import contains_secret
@@ -79,10 +79,6 @@ __all__ = [
 CANARY_PLACEHOLDER = "{{canary}}"
 CATEGORIES = ("prompt-injection", "data-leakage", "excessive-agency", "harmful-advice")
 Category = Literal["prompt-injection", "data-leakage", "excessive-agency", "harmful-advice"]
-
-
-class CaseFileError(ValueError, VitrineError):
-    """A case file that cannot be used; every problem names the case and the field."""
 
 
 class _Strict(BaseModel):

@@ -12,19 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vitrine._bench.response import TokenUsage
-from vitrine.errors import VitrineError
+from vitrine.errors import CeilingReached
 from vitrine.providers._base import ChatCompletion, ChatModel, ChatRequest, Provenance
 
 __all__ = ["CallLedger", "CeilingReached", "CountingChatModel", "WorkloadCeiling"]
-
-
-class CeilingReached(VitrineError):
-    """A model call was refused because the declared ceiling is spent."""
-
-    def __init__(self, role: str, limit: int) -> None:
-        self.role = role
-        self.limit = limit
-        super().__init__(f"the {role} ceiling of {limit} model calls is spent")
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine._redact import sanitize_text
-from vitrine.errors import VitrineError
+from vitrine.errors import RunIntegrityError, RunNotFoundError
 from vitrine.redteam._detectors import contains_secret
 from vitrine.redteam._model import Outcome, ProbeResult, TargetReply
 from vitrine.store._files import atomic_write_json, read_json
@@ -68,18 +68,6 @@ _SEALED_LEDGERS = "sealed_ledgers"
 RUN_PREFIX = "redteam-"
 EVIDENCE_LIMIT = 240
 _RUN_NAME = re.compile(r"^redteam-\d{8}T\d{6}Z-[0-9a-f]{6}$")
-
-
-class RunNotFoundError(LookupError, VitrineError):
-    """No red-team run where one was expected; the message says where it looked."""
-
-
-class RunIntegrityError(ValueError, VitrineError):
-    """A red-team run document or its sign-off ledger is damaged, reshaped or tampered with.
-
-    The soft gate decides from these files, so a run that cannot be trusted is refused (an
-    infrastructure failure) rather than read as "no open findings".
-    """
 
 
 def mask_secrets(text: str, hidden: Iterable[str]) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from vitrine.errors import VitrineError
+from vitrine.errors import ReportSchemaError
 from vitrine.reports._html import render_html
 from vitrine.reports._model import REPORT_SCHEMA_VERSION, SuiteReport
 from vitrine.store._seal import SEAL_FIELD, seal_problem, sealed
@@ -24,10 +24,6 @@ __all__ = ["ReportSchemaError", "load_report", "report_json", "write_reports"]
 
 JSON_NAME = "report.json"
 HTML_NAME = "report.html"
-
-
-class ReportSchemaError(ValueError, VitrineError):
-    """A report file this version of vitrine cannot read."""
 
 
 def report_json(report: SuiteReport) -> str:

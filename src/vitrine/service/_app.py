@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
 from vitrine._redact import describe_exception, sanitize_text
-from vitrine.errors import VitrineError
+from vitrine.errors import ProblemError
 from vitrine.service import _logsafe as logsafe
 from vitrine.service._limits import Session, SessionStore, TokenBuckets
 from vitrine.service._protocol import (
@@ -131,23 +131,6 @@ class Health(BaseModel):
     assistant: dict[str, str]
     sessions: int | None = None
     requests_served: int | None = None
-
-
-class ProblemError(VitrineError):
-    def __init__(
-        self,
-        status: int,
-        kind: str,
-        title: str,
-        detail: str,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.kind = kind
-        self.title = title
-        self.detail = detail
-        self.headers = headers or {}
 
 
 def _problem_body(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from vitrine.errors import VitrineError
+from vitrine.errors import AssistantUnavailable, UnknownPersonaError
 
 __all__ = [
     "Assistant",
@@ -58,27 +58,6 @@ class AssistantReply:
     tool_calls: tuple[ToolEvent, ...] = ()
     facts: dict[str, object] = field(default_factory=dict)  # extra JSON-safe scalars
     layer: str = "assistant"
-
-
-class UnknownPersonaError(LookupError, VitrineError):
-    """The first request named a persona the assistant does not know."""
-
-    def __init__(self, persona_id: str, known: Sequence[str]) -> None:
-        super().__init__(persona_id)
-        self.persona_id = persona_id
-        self.known = tuple(known)
-
-
-class AssistantUnavailable(RuntimeError, VitrineError):
-    """The assistant cannot answer now; ``safe_message`` may be shown to the customer.
-
-    Anything else an assistant raises is reported with a fixed generic message, because its
-    text may hold an endpoint, a key or a stack trace.
-    """
-
-    def __init__(self, safe_message: str) -> None:
-        super().__init__(safe_message)
-        self.safe_message = safe_message
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine._redact import sanitize_text
-from vitrine.errors import VitrineError
+from vitrine.errors import MalformedLineError
 
 __all__ = [
     "AppendLog",
@@ -239,15 +239,6 @@ class AppendLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-
-
-class MalformedLineError(ValueError, VitrineError):
-    """A committed (newline-terminated) line that is not a JSON object."""
-
-    def __init__(self, path: Path, line_number: int, why: str) -> None:
-        super().__init__(f"{path.name} line {line_number} is not a valid record ({why})")
-        self.path = path
-        self.line_number = line_number
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,14 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vitrine.errors import VitrineError
+from vitrine.errors import LedgerError
 from vitrine.store._files import append_line, atomic_write_json, exclusive_lock, read_json
 
 __all__ = ["Ledger", "LedgerError", "line_hash"]
-
-
-class LedgerError(ValueError, VitrineError):
-    """A ledger whose records no longer verify: the message says which and how."""
 
 
 def line_hash(raw: bytes) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from vitrine.errors import VitrineError
+from vitrine.errors import ServiceUnavailable
 
 if TYPE_CHECKING:
     import httpx
@@ -134,10 +134,6 @@ class Transcript:
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
         return [call for turn in self.turns for call in turn.tool_calls]
-
-
-class ServiceUnavailable(ConnectionError, VitrineError):
-    """The service could not be reached at all (connection refused, DNS, timeout)."""
 
 
 @runtime_checkable

@@ -9,7 +9,13 @@ the trial is left not measured with the error's sentence.
 
 from __future__ import annotations
 
-from vitrine.errors import VitrineError
+from vitrine.errors import (
+    EndpointError,
+    EndpointTimeoutError,
+    PermanentEndpointError,
+    SubjectInputError,
+    TransientEndpointError,
+)
 
 __all__ = [
     "EndpointError",
@@ -18,32 +24,3 @@ __all__ = [
     "SubjectInputError",
     "TransientEndpointError",
 ]
-
-
-class EndpointError(VitrineError):
-    """An HTTP subject's endpoint did not give a usable reply; ``status`` is its HTTP status."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-    @property
-    def transient(self) -> bool:
-        """Whether the same request may succeed later."""
-        return isinstance(self, TransientEndpointError)
-
-
-class TransientEndpointError(EndpointError, ConnectionError):
-    """A failure that may pass: server error, rate limit, connection lost. Retryable."""
-
-
-class EndpointTimeoutError(TransientEndpointError, TimeoutError):
-    """The endpoint did not answer within the subject's timeout. Retryable."""
-
-
-class PermanentEndpointError(EndpointError, ValueError):
-    """A failure the same request will meet again: a 4xx, a reply of the wrong shape."""
-
-
-class SubjectInputError(ValueError, VitrineError):
-    """A case whose input the subject cannot turn into a request; fix the case or the subject."""

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from vitrine.errors import TracingUnavailableError
 from vitrine.tracing._models import complete
 from vitrine.tracing._semconv import STAGE_OUTCOME
 from vitrine.tracing._settings import TraceSettings, TracingConfigError, resolve_settings
@@ -79,10 +80,6 @@ _INSTALL_HINT = (
     "tracing needs the 'tracing' extra (the OpenTelemetry SDK and its OTLP/HTTP exporter are "
     "not installed): pip install 'vitrine[tracing]'"
 )
-
-
-class TracingUnavailableError(TracingConfigError):
-    """Tracing was asked for but the OpenTelemetry packages are not installed."""
 
 
 def enabled() -> bool:

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from urllib.parse import unquote, urlsplit
 
 from vitrine._redact import register_secret
-from vitrine.errors import VitrineError
+from vitrine.errors import TracingConfigError
 
 __all__ = [
     "CONTENT_VARIABLE",
@@ -44,10 +44,6 @@ _TRACES_PATH = "/v1/traces"
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 _log = logging.getLogger(__name__)
-
-
-class TracingConfigError(ValueError, VitrineError):
-    """A trace destination that cannot be used; the message says which setting and why."""
 
 
 @dataclass(frozen=True, slots=True)
