@@ -609,12 +609,13 @@ class _Recorder:
         if api_url is not None:
             document["api_url"] = api_url
         from vitrine.store._files import atomic_write_bytes
+        from vitrine.store._seal import sealed
 
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(
-            root / "behaviour-report.json", (json.dumps(document, indent=2) + "\n").encode()
-        )
+        # Sealed, so a verdict edited afterwards is shown unverified by the board, not as passed.
+        text = json.dumps(sealed(document), indent=2) + "\n"
+        atomic_write_bytes(root / "behaviour-report.json", text.encode())
         atomic_write_bytes(root / "behaviour-report.html", render_html(document).encode())
 
 

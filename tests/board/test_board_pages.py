@@ -15,6 +15,7 @@ from vitrine._board.catalog import Catalog
 from vitrine._board.command import main as board_main
 from vitrine._board.query import IndexQuery, QueryError
 from vitrine.store._index import index_path
+from vitrine.store._seal import sealed
 
 
 def _benchmarks(board: Board) -> list:
@@ -207,13 +208,15 @@ def _every_kind_store(root: Path) -> None:
     behaviour.mkdir(parents=True)
     (behaviour / "behaviour-report.json").write_text(
         json.dumps(
-            {
-                "schema": "vitrine.behaviour-report/1",
-                "created": "2026-03-02T10:00:00+00:00",
-                "exit_status": 1,
-                "totals": {"passed": 59, "failed": 1, "skipped": 0},
-                "tests": [{"nodeid": "tests/behaviour/test_x.py::t", "outcome": "failed"}],
-            }
+            sealed(
+                {
+                    "schema": "vitrine.behaviour-report/1",
+                    "created": "2026-03-02T10:00:00+00:00",
+                    "exit_status": 1,
+                    "totals": {"passed": 59, "failed": 1, "skipped": 0},
+                    "tests": [{"nodeid": "tests/behaviour/test_x.py::t", "outcome": "failed"}],
+                }
+            )
         )
     )
     session = root / "mutants" / "2026-03-03_10-00-00_00000001"
@@ -266,6 +269,48 @@ def test_every_kind_in_the_store_is_listed_and_opens(tmp_path: Path):
     assert "1/1 killed (100.0%), minimum 90%" in matrix
     assert "gate:injection" in matrix
     assert "No offline suite report in this store yet" in matrix
+
+
+@pytest.mark.parametrize(
+    ("kind", "document", "claim"),
+    [
+        ("live", "outcome.json", "exit_code"),
+        ("behaviour", "behaviour-report.json", "exit_status"),
+        ("mutants", "matrix.json", "exit_code"),
+    ],
+)
+def test_an_edited_document_of_each_kind_is_listed_unverified_and_its_page_refused(
+    tmp_path: Path, kind: str, document: str, claim: str
+):
+    _every_kind_store(tmp_path)
+    header = next(h for h in Catalog(tmp_path, persist=False).headers() if h.kind == kind)
+    path = tmp_path / header.location / document
+    data = json.loads(path.read_text())
+    data[claim] = 0 if data[claim] else 1  # a hand edit of the verdict the document states
+    path.write_text(json.dumps(data))
+    board = Board(tmp_path, persist_cache=False)
+    assert {h.kind: h.verdict for h in board.catalog.headers()}[kind] == "unverified"
+    reply = board.get(f"/run/{header.ref}", {})
+    assert reply.status == 409
+    assert "cannot be trusted: it does not match its seal" in reply.body.decode()
+
+
+def test_a_rag_report_is_sealed_so_an_edited_exit_code_is_unverified_and_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from vitrine.rag import _report
+
+    monkeypatch.setattr(_report, "render_html", lambda report: "<html></html>")  # JSON only
+    directory = tmp_path / "reports" / "rag-1"
+    document = {"schema_version": _report.RAG_REPORT_SCHEMA, "exit_code": 1, "items": []}
+    (path, _) = _report.write_report(document, directory)
+    assert [h.verdict for h in Catalog(tmp_path, persist=False).headers()] == ["fail"]
+    path.write_text(path.read_text().replace('"exit_code": 1', '"exit_code": 0'))
+    board = Board(tmp_path, persist_cache=False)
+    assert [h.verdict for h in board.catalog.headers()] == ["unverified"]
+    reply = board.get("/run/rag/rag-1", {})
+    assert reply.status == 409
+    assert "the RAG evaluation cannot be trusted: it does not match its seal" in reply.body.decode()
 
 
 def test_a_tampered_run_is_refused_with_the_stores_sentence(tmp_path: Path):

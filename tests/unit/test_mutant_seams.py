@@ -28,6 +28,7 @@ from vitrine.providers._base import (
     Provenance,
     ToolSpec,
 )
+from vitrine.store._seal import sealed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "mutants"
 REPOSITORY = Path(__file__).parents[2]
@@ -399,7 +400,7 @@ def test_a_version_1_matrix_without_seams_still_reads(generated_run, tmp_path):
         for key in ("generated", "seam_kind", "seam_target", "operator"):
             del row[key]
     path = tmp_path / "matrix.json"
-    path.write_text(json.dumps({**data, "schema_version": 1}))
+    path.write_text(json.dumps(sealed({**data, "schema_version": 1})))
     old = load_matrix(path)
     assert (old.schema_version, old.generated_total, old.coverage) == (2, 0, [])
     assert [row.id for row in old.mutants] == [row.id for row in matrix.mutants]

@@ -239,3 +239,14 @@ def test_a_failing_test_records_every_metric_and_reports_their_messages(tmp_path
     (test,) = json.loads((report / "behaviour-report.json").read_text())["tests"]
     assert [m["state"] for m in test["metrics"]] == ["failed", "passed", "failed"]
     assert test["detail"].startswith("metric 'first' failed: first went wrong; metric 'third'")
+
+
+def test_the_behaviour_report_is_sealed_so_an_edited_verdict_is_not_listed(tmp_path):
+    from vitrine._board.catalog import Catalog
+
+    store = tmp_path / "store"
+    report = store / "reports" / "behaviour-1" / "behaviour-report.json"
+    assert _run(tmp_path, FAILING, "-q", "--vitrine-report", str(report.parent)).returncode == 1
+    assert [h.verdict for h in Catalog(store, persist=False).headers()] == ["fail"]
+    report.write_text(report.read_text().replace('"exit_status": 1', '"exit_status": 0'))
+    assert [h.verdict for h in Catalog(store, persist=False).headers()] == ["unverified"]

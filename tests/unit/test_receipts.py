@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from vitrine.store._errors import UnsupportedSchemaError
+from vitrine.store._errors import TamperedRunError, UnsupportedSchemaError
 from vitrine.store._receipts import ReceiptStore, new_session_id, sanitize_document
 
 
@@ -42,25 +42,28 @@ def test_only_json_values_enter_a_receipt():
     assert sanitize_document({"n": float("nan")}) == {"n": None}
 
 
-def test_the_index_reader_skips_damaged_entries_and_a_new_write_keeps_the_good_ones(tmp_path):
+def test_an_edited_index_is_refused_and_the_next_write_rebuilds_it_from_the_receipts(tmp_path):
     store = ReceiptStore(tmp_path)
     good = new_session_id()
-    store.write(good, {"plan": "p", "exit_code": 0})
+    store.write(good, {"plan": "p", "exit_code": 1})
     index = json.loads(store.index_path.read_text())
+    index["sessions"][0]["exit_code"] = 0  # a failed session edited into a pass
     index["sessions"].append({"plan": "no id"})
-    index["sessions"].append("not an object")
     store.index_path.write_text(json.dumps(index))
-    assert [e.session_id for e in store.entries()] == [good]
+    with pytest.raises(TamperedRunError, match=r"index\.json cannot be trusted: it does not match"):
+        store.entries()
     later = new_session_id()
-    store.write(later, {"plan": "p", "exit_code": 1})
-    assert [e.session_id for e in store.entries()] == [good, later]
+    store.write(later, {"plan": "p", "exit_code": 0})
+    entries = store.entries()
+    assert [(e.session_id, e.exit_code) for e in entries] == [(good, 1), (later, 0)]
 
 
-def test_an_unreadable_index_shows_no_entries_and_does_not_block_a_write(tmp_path):
+def test_an_unreadable_index_is_refused_and_does_not_block_a_write(tmp_path):
     store = ReceiptStore(tmp_path)
     store.sessions_dir.mkdir(parents=True)
     store.index_path.write_text("{torn")
-    assert store.entries() == []
+    with pytest.raises(TamperedRunError, match=r"index\.json cannot be read"):
+        store.entries()
     sid = new_session_id()
     store.write(sid, {"plan": "p", "exit_code": 0})
     assert [e.session_id for e in store.entries()] == [sid]

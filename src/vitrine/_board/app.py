@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from vitrine._bench.results import RunResult
-from vitrine._board.catalog import DOCUMENTS, KINDS, VERDICTS, Catalog, RunHeader
+from vitrine._board.catalog import DOCUMENTS, KINDS, SEALED, VERDICTS, Catalog, RunHeader
 from vitrine._board.compare import BUCKETS, compare_sides
 from vitrine._board.query import IndexQuery, Page, QueryError
 from vitrine._board.render import render, static_file
@@ -44,7 +44,7 @@ from vitrine.redteam._runs import (
 from vitrine.reports._writer import ReportSchemaError, load_report
 from vitrine.store._errors import TamperedRunError
 from vitrine.store._naming import sanitize_file_name
-from vitrine.store._seal import RECEIPT_SEAL_FIELD, seal_problem
+from vitrine.store._seal import seal_problem
 
 __all__ = ["ROUTES", "Board", "Reply", "Route", "static_name"]
 
@@ -240,8 +240,7 @@ class Board:
         if kind == "mutants":
             return self._mutants_page(header)
         document = read_document(self.root, f"{header.location}/{DOCUMENTS[kind]}")
-        if kind == "live":
-            _refuse_unsealed(header.location, document)
+        _refuse_unsealed(kind, header.location, document)
         return self._page(
             "document.html.j2",
             header=header,
@@ -299,7 +298,7 @@ class Board:
         if session is None:
             raise BoardError(f"no benchmark run or live session {key!r} in this store")
         receipt = read_document(self.root, f"{session.location}/{DOCUMENTS['live']}")
-        _refuse_unsealed(session.location, receipt)
+        _refuse_unsealed("live", session.location, receipt)
         by_arm: dict[str, list[RunResult]] = {}
         for ref in receipt.get("runs") or ():
             header = self.catalog.find("benchmark", str(ref.get("run_id")))
@@ -363,7 +362,8 @@ class Board:
 
     def _mutants_page(self, header: RunHeader) -> Reply:
         matrix, problem = _load_matrix(self.root / header.location / DOCUMENTS["mutants"])
-        return self._page("mutants.html.j2", header=header, matrix=matrix, problem=problem)
+        status = 200 if problem is None else 409  # refused, as any evidence that fails its check
+        return self._page("mutants.html.j2", status, header=header, matrix=matrix, problem=problem)
 
     # -- red team ---------------------------------------------------------------------------
 
@@ -510,8 +510,11 @@ def _load_matrix(path: Path) -> tuple[Any, str | None]:
         return None, str(exc)
 
 
-def _refuse_unsealed(location: str, receipt: Mapping[str, Any]) -> None:
-    """A live receipt is shown, or compared, only while its seal matches."""
-    problem = seal_problem(receipt, RECEIPT_SEAL_FIELD)
+def _refuse_unsealed(kind: str, location: str, document: Mapping[str, Any]) -> None:
+    """A sealed kind's document (a live receipt, a RAG or behaviour report) is shown, or
+    compared, only while its seal matches."""
+    field = SEALED.get(kind)
+    problem = seal_problem(document, field) if field is not None else None
     if problem is not None:
-        raise BoardError(f"{location}: the receipt cannot be trusted: {problem}", 409)
+        what = "the receipt" if kind == "live" else f"the {KINDS[kind]}"
+        raise BoardError(f"{location}: {what} cannot be trusted: {problem}", 409)

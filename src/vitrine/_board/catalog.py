@@ -25,6 +25,7 @@ from vitrine.store._seal import RECEIPT_SEAL_FIELD, SEAL_FIELD, seal_problem
 __all__ = [
     "DOCUMENTS",
     "KINDS",
+    "SEALED",
     "VERDICTS",
     "Catalog",
     "RunHeader",
@@ -60,11 +61,16 @@ VERDICTS = (
     "unknown",
     "unverified",
 )
-# Kinds whose document carries a seal: one that fails it is shown "unverified", never its claim.
-_SEALED: Mapping[str, str] = {
+# The field that holds each kind's seal (every kind but benchmark runs, whose index lines are
+# checked against the run's sealed manifest): a document that fails it is listed "unverified"
+# and refused on its page, never shown as its claim.
+SEALED: Mapping[str, str] = {
     "offline": SEAL_FIELD,
     "live": RECEIPT_SEAL_FIELD,
     "redteam": SEAL_FIELD,
+    "rag": SEAL_FIELD,
+    "behaviour": SEAL_FIELD,
+    "mutants": SEAL_FIELD,
 }
 
 _EXIT_VERDICTS = {0: "pass", 1: "fail", 2: "invalid", 3: "not measured", 4: "infrastructure"}
@@ -400,7 +406,7 @@ class Catalog:
         except (OSError, ValueError):
             doc = None
         header = reader(doc, relative.rsplit("/", 1)[0]) if isinstance(doc, dict) else None
-        seal = _SEALED.get(header.kind) if header is not None else None
+        seal = SEALED.get(header.kind) if header is not None else None
         if header is not None and seal is not None and seal_problem(doc or {}, seal):
             header = replace(header, verdict="unverified")  # edited, or written unsealed
         self._files[relative] = (stat.st_mtime_ns, stat.st_size, header)

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vitrine.errors import MatrixSchemaError
+from vitrine.store._seal import SEAL_FIELD, require_seal, sealed
 
 __all__ = [
     "MATRIX_SCHEMA_VERSION",
@@ -150,13 +151,15 @@ class MutantMatrix(_Model):
 
 
 def matrix_json(matrix: MutantMatrix) -> str:
-    """The canonical JSON text: sorted keys, two-space indent, trailing newline."""
-    data = json.loads(matrix.model_dump_json())
+    """The canonical JSON text, sealed: sorted keys, two-space indent, trailing newline, and a
+    ``content_hash`` over the rest, so a score or outcome edited afterwards is refused."""
+    data = sealed(json.loads(matrix.model_dump_json()))
     return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
 def load_matrix(path: Path) -> MutantMatrix:
-    """Read ``matrix.json``, refusing a schema version this vitrine does not know."""
+    """Read ``matrix.json``, refusing a schema version this vitrine does not know and a matrix
+    whose seal does not match (edited after it was written)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -167,7 +170,9 @@ def load_matrix(path: Path) -> MutantMatrix:
             f"{path.name} has schema version {version!r}; this vitrine reads versions "
             f"{', '.join(map(str, _READABLE_VERSIONS))}"
         )
+    require_seal(data, path.name, MatrixSchemaError)
+    body = {k: v for k, v in data.items() if k != SEAL_FIELD}
     try:
-        return MutantMatrix.model_validate({**data, "schema_version": MATRIX_SCHEMA_VERSION})
+        return MutantMatrix.model_validate({**body, "schema_version": MATRIX_SCHEMA_VERSION})
     except ValidationError as exc:
         raise MatrixSchemaError(f"{path.name} is not a kill matrix: {exc}") from exc

@@ -21,6 +21,7 @@ from vitrine._redact import bound_text
 from vitrine.rag._pipeline import EvalOutcome
 from vitrine.reports._formatting import visible
 from vitrine.store import atomic_write_bytes
+from vitrine.store._seal import sealed
 
 __all__ = ["RAG_REPORT_SCHEMA", "abstention_rates", "build_report", "render_html", "write_report"]
 
@@ -114,8 +115,13 @@ def write_report(
     json_path: Path | None = None,
     html_path: Path | None = None,
 ) -> list[Path]:
-    """Render both texts first, then write each file atomically; returns the paths written."""
-    text_json = (json.dumps(report, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
+    """Render both texts first, then write each file atomically; returns the paths written.
+
+    The JSON is sealed (``content_hash``): the board shows a report whose exit code or scores
+    were edited afterwards as unverified, never as what it claims.
+    """
+    document = sealed(report)
+    text_json = (json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
     text_html = render_html(report).encode()
     targets = [(directory / "report.json", text_json), (directory / "report.html", text_html)]
     if json_path is not None:

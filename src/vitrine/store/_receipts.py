@@ -7,9 +7,10 @@ Layout under a receipts root (for live plans ``<store root>/live``)::
 
 A receipt is a plain JSON document built by the caller from an explicit allow-list. The store
 does not trust the caller to have been careful: every string in the document, keys included,
-passes through :func:`~vitrine._redact.sanitize_text` on the way to disk. The index is rewritten
-atomically with the new entry appended (never an in-place edit), and its reader skips entries
-it cannot understand instead of failing, so one damaged line never hides the other sessions.
+passes through :func:`~vitrine._redact.sanitize_text` on the way to disk. Receipts and the index
+are sealed. The index is rewritten atomically with the new entry appended (never an in-place
+edit); its reader refuses an index that fails its seal, and the next write rebuilds it from the
+sealed receipts themselves, so an edited or damaged index never hides or misstates a session.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from vitrine._redact import sanitize_text
 from vitrine.store._errors import TamperedRunError, UnsupportedSchemaError
 from vitrine.store._files import atomic_write_json, read_json
 from vitrine.store._naming import RUN_ID_PATTERN, new_run_id
-from vitrine.store._seal import RECEIPT_SEAL_FIELD, seal_problem, sealed
+from vitrine.store._seal import RECEIPT_SEAL_FIELD, require_seal, sealed
 
 __all__ = [
     "RECEIPT_SCHEMA",
@@ -145,26 +146,48 @@ class ReceiptStore:
         body = sealed(body, RECEIPT_SEAL_FIELD)  # an exit code edited afterwards no longer matches
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(path, body)
-        entry = ReceiptIndexEntry(
+        entry = self._entry_of(session_id, body)
+        with self._index_lock():
+            try:
+                known = self.entries()
+            except (TamperedRunError, UnsupportedSchemaError):
+                known = self._rebuilt_entries()  # from the sealed receipts, which are the evidence
+            entries = [e for e in known if e.session_id != session_id]
+            entries.append(entry)
+            index = {
+                "schema_version": INDEX_SCHEMA_VERSION,
+                "sessions": [e.to_dict() for e in entries],
+            }
+            atomic_write_json(self.index_path, sealed(index))
+        return path
+
+    def _entry_of(self, session_id: str, body: Mapping[str, Any]) -> ReceiptIndexEntry:
+        return ReceiptIndexEntry(
             session_id,
             str(body.get("plan") or ""),
             str(body.get("started_at") or ""),
             str(body.get("finished_at") or ""),
             int(body.get("exit_code", 4)),
             str(body.get("exit_reason") or ""),
-            path.relative_to(self.root).as_posix(),
+            self.outcome_path(session_id).relative_to(self.root).as_posix(),
         )
-        with self._index_lock():
-            entries = [e for e in self.entries() if e.session_id != session_id]
-            entries.append(entry)
-            atomic_write_json(
-                self.index_path,
-                {
-                    "schema_version": INDEX_SCHEMA_VERSION,
-                    "sessions": [e.to_dict() for e in entries],
-                },
-            )
-        return path
+
+    def _rebuilt_entries(self) -> list[ReceiptIndexEntry]:
+        """The index as the receipts on disk state it, oldest first; a receipt that fails its
+        own checks is left out (reading it says why)."""
+        try:
+            names = sorted(os.listdir(self.sessions_dir))  # noqa: PTH208 - names only
+        except OSError:
+            return []
+        out: list[ReceiptIndexEntry] = []
+        for name in names:
+            if not RUN_ID_PATTERN.match(name) or not self.outcome_path(name).is_file():
+                continue
+            try:
+                out.append(self._entry_of(name, self.read(name)))
+            except (OSError, ValueError, TypeError, TamperedRunError, UnsupportedSchemaError):
+                continue
+        return out
 
     def read(self, session_id: str) -> dict[str, Any]:
         """Read one receipt; refuses a schema version this reader does not know and a receipt
@@ -176,17 +199,27 @@ class ReceiptStore:
                 f"receipt {session_id} has schema {data.get('schema')!r} version {version!r}; "
                 f"this reader knows {RECEIPT_SCHEMA} {sorted(SUPPORTED_RECEIPT_VERSIONS)}"
             )
-        problem = seal_problem(data, RECEIPT_SEAL_FIELD)
-        if problem is not None:
-            raise TamperedRunError(f"receipt {session_id} cannot be trusted: {problem}")
+        require_seal(data, f"receipt {session_id}", TamperedRunError, RECEIPT_SEAL_FIELD)
         return data
 
     def entries(self) -> list[ReceiptIndexEntry]:
-        """The index, oldest first; a missing or unreadable index has no entries it can show."""
+        """The index, oldest first; a missing index has none. An index that cannot be read, or
+        fails its seal (edited, or written unsealed), is refused (:class:`TamperedRunError`)
+        rather than shown; the next :meth:`write` rebuilds it from the receipts."""
+        where = f"{SESSIONS_DIR}/{INDEX_FILE}"
         try:
             data = read_json(self.index_path)
-        except (OSError, ValueError):
+        except FileNotFoundError:
             return []
+        except (OSError, ValueError) as exc:
+            raise TamperedRunError(f"the receipt index {where} cannot be read: {exc}") from exc
+        if data.get("schema_version") != INDEX_SCHEMA_VERSION:
+            version = str(data.get("schema_version"))[:20]
+            raise UnsupportedSchemaError(
+                f"the receipt index {where} has schema version {version!r}; this reader knows "
+                f"{INDEX_SCHEMA_VERSION}"
+            )
+        require_seal(data, f"the receipt index {where}", TamperedRunError)
         raw = data.get("sessions")
         out: list[ReceiptIndexEntry] = []
         for item in raw if isinstance(raw, list) else []:

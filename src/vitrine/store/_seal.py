@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["RECEIPT_SEAL_FIELD", "SEAL_FIELD", "document_hash", "seal_problem", "sealed"]
+__all__ = [
+    "RECEIPT_SEAL_FIELD",
+    "SEAL_FIELD",
+    "document_hash",
+    "require_seal",
+    "seal_problem",
+    "sealed",
+]
 
 SEAL_FIELD = "content_hash"
 RECEIPT_SEAL_FIELD = "receipt_seal"
@@ -42,3 +49,15 @@ def seal_problem(document: Mapping[str, Any], field: str = SEAL_FIELD) -> str | 
     if seal != document_hash(document, field):
         return "it does not match its seal: it was changed after it was written"
     return None
+
+
+def require_seal(
+    document: Mapping[str, Any],
+    where: str,
+    error: Callable[[str], Exception],
+    field: str = SEAL_FIELD,
+) -> None:
+    """Raise ``error("<where> cannot be trusted: <why>")`` unless ``document``'s seal matches."""
+    problem = seal_problem(document, field)
+    if problem is not None:
+        raise error(f"{where} cannot be trusted: {problem}")
