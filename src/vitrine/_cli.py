@@ -34,6 +34,7 @@ from vitrine._commandline import (
     RefusingParser,
     add_store_option,
     add_suite_option,
+    environment_path_problem,
     print_error,
 )
 from vitrine._vocabulary import ExitCode
@@ -303,6 +304,10 @@ def _tune_collector() -> None:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    unusable = environment_path_problem()  # checked as a path on the command line would be
+    if unusable is not None:
+        _error(unusable)
+        return ExitCode.INVALID_ARGUMENTS
     if not args and sys.stdin.isatty() and sys.stdout.isatty():
         # A person at a terminal gets the plan selector; it runs nothing without answers.
         from vitrine._selector import interactive_main

@@ -15,12 +15,12 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from vitrine._vocabulary import ExitCode
-from vitrine.errors import CommandRefusal
+from vitrine.errors import CommandRefusal, UsageError
 
 if TYPE_CHECKING:
     from vitrine._suite import Suite
@@ -29,11 +29,14 @@ __all__ = [
     "DEFAULT_SUITE",
     "INFRASTRUCTURE",
     "MAX_ECHO",
+    "PATH_VARIABLES",
     "USAGE",
     "CommandRefusal",
     "RefusingParser",
     "add_store_option",
     "add_suite_option",
+    "environment_path",
+    "environment_path_problem",
     "load_suite_or_refuse",
     "one_line",
     "path_problem",
@@ -81,6 +84,37 @@ def path_problem(text: str) -> str | None:
                 f"of a file name: {text!r}"
             )
     return None
+
+
+# The environment variables that name a file or folder. A path read from one is checked as a
+# path given on the command line is: it would otherwise end in a traceback where it is used.
+PATH_VARIABLES = ("VITRINE_HOME", "VITRINE_CACHE_DIR", "VITRINE_LOCAL_MODEL")
+
+
+def environment_path_problem(
+    names: Sequence[str] = PATH_VARIABLES, environ: Mapping[str, str] = os.environ
+) -> str | None:
+    """The sentence that refuses the first of ``names`` set to a path no file system accepts,
+    or None when each is unset or usable."""
+    for name in names:
+        value = environ.get(name, "").strip()
+        problem = path_problem(value) if value else None
+        if problem is not None:
+            return f"{name} cannot name a file or folder: {problem}"
+    return None
+
+
+def environment_path(name: str) -> Path | None:
+    """The path ``$name`` names (``~`` expanded), None when it is unset; refused
+    (:class:`~vitrine.errors.UsageError`) as the same path on the command line would be."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    problem = environment_path_problem((name,))
+    if problem is not None:
+        raise UsageError(problem)
+    # os.path.expanduser leaves "~unknown-user" as it is where Path.expanduser would raise.
+    return Path(os.path.expanduser(value))  # noqa: PTH111
 
 
 def takes_path(action: argparse.Action) -> bool:

@@ -9,6 +9,8 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 
+from vitrine._commandline import environment_path
+
 __all__ = [
     "CACHE_ENV",
     "HOME_ENV",
@@ -32,22 +34,19 @@ _MAX_NAME_BYTES = 200
 
 def resolve_root(output: str | os.PathLike[str] | None = None) -> Path:
     """Where runs live: an explicit path, else ``$VITRINE_HOME``, else ``./.vitrine``."""
-    # os.path.expanduser leaves "~unknown-user" as it is where Path.expanduser would raise.
     if output is not None and str(output).strip():
+        # os.path.expanduser leaves "~unknown-user" as it is where Path.expanduser would raise.
         return Path(os.path.expanduser(os.fspath(output)))  # noqa: PTH111
-    home = os.environ.get(HOME_ENV, "").strip()
-    if home:
-        return Path(os.path.expanduser(home))  # noqa: PTH111
-    return Path.cwd() / ".vitrine"
+    return environment_path(HOME_ENV) or Path.cwd() / ".vitrine"
 
 
 def cache_dir(kind: str, root: Path | None = None) -> Path:
     """Where the cache of ``kind`` lives: ``$VITRINE_CACHE_DIR/kind``, else ``cache/kind`` under
     ``root`` (a command's ``--output``) or the store root the environment names
     (``$VITRINE_HOME``, else ``./.vitrine``)."""
-    explicit = os.environ.get(CACHE_ENV, "").strip()
-    if explicit:
-        return Path(os.path.expanduser(explicit)) / kind  # noqa: PTH111 (as resolve_root)
+    explicit = environment_path(CACHE_ENV)
+    if explicit is not None:
+        return explicit / kind
     return (root if root is not None else resolve_root()) / "cache" / kind
 
 
