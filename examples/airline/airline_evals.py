@@ -1,7 +1,7 @@
 """Evaluating the airline agent with vitrine: gates, a comparison, a control and a mutant.
 
 Run it with ``python airline_evals.py OUT_DIR`` from this folder, or from the command line as
-``vitrine --suite airline_evals:EVALUATION --all`` (``docs/your-agent.md`` walks through it).
+``vitrine --suite airline_evals:EVALUATION --all`` (``docs/first-evaluation.md`` walks through it).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import pytest
 from jinja2 import Environment
 
 from vitrine.reports import _html as html
+from vitrine.reports import _templates as templates
 from vitrine.reports._model import GateRow, SuiteReport
 
 
@@ -41,18 +42,18 @@ def _report() -> SuiteReport:
 
 @pytest.fixture(autouse=True)
 def _fresh_environment() -> Iterator[None]:
-    html._environment.cache_clear()
+    templates.environment.cache_clear()
     yield
-    html._environment.cache_clear()
+    templates.environment.cache_clear()
 
 
 def _render_without_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("", encoding="utf-8")
     monkeypatch.setenv("VITRINE_CACHE_DIR", str(blocker))
-    html._environment.cache_clear()
+    templates.environment.cache_clear()
     page = html.render_html(_report())
-    html._environment.cache_clear()
+    templates.environment.cache_clear()
     return page
 
 
@@ -64,7 +65,7 @@ def test_a_page_rendered_from_the_cache_is_the_page_compiled_afresh(monkeypatch,
     first = html.render_html(_report())
     assert list((cache / "templates").iterdir()), "the compiled template was not stored"
 
-    html._environment.cache_clear()
+    templates.environment.cache_clear()
 
     def no_compiling(*args: object, **kwargs: object) -> None:
         raise AssertionError("a cached template was compiled again")
@@ -87,7 +88,7 @@ def test_a_damaged_cache_file_is_compiled_again(monkeypatch, tmp_path):
     expected = html.render_html(_report())
     for stored in (cache / "templates").iterdir():
         stored.write_bytes(b"not a compiled template")
-    html._environment.cache_clear()
+    templates.environment.cache_clear()
     assert html.render_html(_report()) == expected
 
 
@@ -98,7 +99,7 @@ def test_a_cache_folder_others_can_write_to_is_not_used(monkeypatch, tmp_path):
     shared.mkdir(parents=True)
     shared.chmod(0o777)
     monkeypatch.setenv("VITRINE_CACHE_DIR", str(shared.parent))
-    assert html._template_cache_dir() is None
+    assert templates._template_cache_dir() is None
     html.render_html(_report())
     assert not list(shared.iterdir())
 
@@ -108,9 +109,9 @@ def test_no_store_root_is_made_just_to_hold_the_cache(monkeypatch, tmp_path):
     monkeypatch.delenv("VITRINE_CACHE_DIR", raising=False)
     absent = tmp_path / "no-store-here"
     monkeypatch.setenv("VITRINE_HOME", str(absent))
-    assert html._template_cache_dir() is None
+    assert templates._template_cache_dir() is None
     assert html.render_html(_report()).lower().startswith("<!doctype html>")
     assert not absent.exists()
 
     absent.mkdir()
-    assert html._template_cache_dir() == absent / "cache" / "templates"
+    assert templates._template_cache_dir() == absent / "cache" / "templates"

@@ -1,35 +1,5 @@
-"""Plans: what a suite can run, with their rules declared as data.
+"""Plans: what a suite can run, with their rules declared as data (:mod:`vitrine._plans.base`).
 
-``vitrine._plans.validation`` turns raw options into a validated request; it is not imported
-here because it depends on :mod:`vitrine._suite`, which itself depends on this package.
+``vitrine._plans.validation`` turns raw options into a validated request. Nothing is imported
+here: the package is private, and its users import the module they need.
 """
-
-from vitrine._plans.base import (
-    FunctionPlan,
-    Plan,
-    PlanFunction,
-    PlanKind,
-    PlanOutcome,
-    PlanRequest,
-    PlanUnavailableError,
-    ProgressSink,
-    ProviderName,
-    RepetitionRule,
-    UsageError,
-    plan,
-)
-
-__all__ = [
-    "FunctionPlan",
-    "Plan",
-    "PlanFunction",
-    "PlanKind",
-    "PlanOutcome",
-    "PlanRequest",
-    "PlanUnavailableError",
-    "ProgressSink",
-    "ProviderName",
-    "RepetitionRule",
-    "UsageError",
-    "plan",
-]

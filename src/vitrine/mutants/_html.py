@@ -7,17 +7,15 @@ shown as text, and the page carries the same script-forbidding Content-Security-
 
 from __future__ import annotations
 
-from importlib.resources import files
-
 from vitrine._outcomes import ExitCode
 from vitrine.mutants._coverage import coverage_by_kind
 from vitrine.mutants._report import MutantMatrix
 from vitrine.reports import _formatting as fmt
-from vitrine.reports._html import _environment
+from vitrine.reports._templates import environment
 
 __all__ = ["render_matrix_html"]
 
-TEMPLATE = "matrix.html.j2"
+TEMPLATE = "mutants.html.j2"
 
 # Outcomes mapped onto the report's status classes, so the colours mean the same thing.
 _OUTCOME_STATUS = {
@@ -30,10 +28,9 @@ _OUTCOME_STATUS = {
 
 def render_matrix_html(matrix: MutantMatrix) -> str:
     """The complete HTML document for ``matrix`` (a string; the caller writes it)."""
-    source = files("vitrine.mutants").joinpath("templates", TEMPLATE).read_text("utf-8")
     return (
-        _environment()
-        .from_string(source)
+        environment()
+        .get_template(TEMPLATE)
         .render(
             matrix=matrix,
             exit_class=fmt.exit_class(matrix.exit_code),

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from functools import lru_cache
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, StrictUndefined, select_autoescape
-
 from vitrine._redact import bound_text
 from vitrine.rag._pipeline import EvalOutcome
-from vitrine.reports._formatting import visible
+from vitrine.reports._templates import environment
 from vitrine.store import atomic_write_bytes
 from vitrine.store._seal import sealed
 
@@ -86,26 +82,8 @@ def build_report(outcome: EvalOutcome, context: dict[str, Any]) -> dict[str, Any
     }
 
 
-def _finalize(value: Any) -> Any:
-    return visible(value) if isinstance(value, str) else value
-
-
-@lru_cache(maxsize=1)
-def _environment() -> Environment:
-    env = Environment(
-        autoescape=select_autoescape(default_for_string=True, default=True),
-        undefined=StrictUndefined,
-        finalize=_finalize,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["num"] = lambda v, d=3: "—" if v is None else f"{float(v):.{d}f}"
-    return env
-
-
 def render_html(report: dict[str, Any]) -> str:
-    source = files("vitrine.rag").joinpath("templates", "rag_report.html.j2").read_text("utf-8")
-    return _environment().from_string(source).render(report=report)
+    return environment().get_template("rag.html.j2").render(report=report)
 
 
 def write_report(

@@ -7,24 +7,20 @@ that build or run the app, never by ``vitrine --help``.
 
 from __future__ import annotations
 
-from vitrine.service._protocol import (
-    Assistant,
-    AssistantFactory,
-    AssistantReply,
-    AssistantUnavailable,
-    ServiceOptions,
-    ToolEvent,
-    UnknownPersonaError,
-)
-from vitrine.service._providers import provider_model
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "Assistant",
-    "AssistantFactory",
-    "AssistantReply",
-    "AssistantUnavailable",
-    "ServiceOptions",
-    "ToolEvent",
-    "UnknownPersonaError",
-    "provider_model",
-]
+from vitrine._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from vitrine.service._protocol import (
+        Assistant as Assistant,
+        AssistantFactory as AssistantFactory,
+        AssistantReply as AssistantReply,
+        AssistantUnavailable as AssistantUnavailable,
+        ServiceOptions as ServiceOptions,
+        ToolEvent as ToolEvent,
+        UnknownPersonaError as UnknownPersonaError,
+    )
+    from vitrine.service._providers import provider_model as provider_model
+
+__getattr__, __dir__ = lazy_exports(__name__)
