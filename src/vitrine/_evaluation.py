@@ -55,7 +55,10 @@ from vitrine._floors import ChanceFloor
 from vitrine._outcomes import ExitCode, Observation, aggregate_exit_codes, as_observation
 from vitrine._plans.base import PlanOutcome, PlanRequest, RepetitionRule, plan
 from vitrine._suite import Suite
+from vitrine._suite_flags import CONTROLS_ONLY
 from vitrine._sync_entry import refuse_inside_event_loop
+from vitrine.reports._model import ControlsSection, SuiteReport
+from vitrine.reports._writer import write_reports
 from vitrine.store._run_store import RunStore
 
 if TYPE_CHECKING:
@@ -141,9 +144,26 @@ class EvaluationResult:
         json_path: str | os.PathLike[str] | None = None,
         html_path: str | os.PathLike[str] | None = None,
     ) -> dict[str, Path]:
-        """``report.json`` and ``report.html`` of the gated arms and the comparisons."""
-        return self.runs.write_reports(
-            directory, arms=self.gated, json_path=json_path, html_path=html_path
+        """``report.json`` and ``report.html``: the gated arms, the comparisons, the controls,
+        and the one decision (gates, controls and mutants together)."""
+        return write_reports(
+            self.report(),
+            Path(directory),
+            json_path=None if json_path is None else Path(json_path),
+            html_path=None if html_path is None else Path(html_path),
+        )
+
+    def report(self) -> SuiteReport:
+        """The evaluation as a :class:`~vitrine.reports.SuiteReport`, which every view renders."""
+        report = self.runs.report(arms=self.gated)
+        code = self.exit_code
+        return report.model_copy(
+            update={
+                "controls": ControlsSection.of(self.controls) if self.controls_ran else None,
+                "exit_code": int(code),
+                "exit_meaning": code.meaning,
+                "exit_reason": "; ".join(self.reasons()),
+            }
         )
 
     def summary(self) -> str:
@@ -364,7 +384,7 @@ class Evaluation:
         components: dict[str, Any] = {}
         if self.mutants is not None:
             components["mutants"] = self.mutants
-        modes = {"controls-only"} if self.controls is not None else set()
+        modes = {CONTROLS_ONLY} if self.controls is not None else set()
         return Suite(
             self.name,
             {self.name: offline},
@@ -376,7 +396,7 @@ class Evaluation:
         )
 
     async def _plan(self, request: PlanRequest) -> PlanOutcome:
-        if request.controls_only:
+        if request.mode == CONTROLS_ONLY:
             assert self.controls is not None  # the mode is declared only with controls
             results = await self.controls.run()
             caught = sum(c.caught for c in results)

@@ -276,3 +276,13 @@ def test_controls_only_needs_controls(tmp_path):
 def test_the_root_names_a_first_suite_needs_are_there():
     assert {"Evaluation", "Case", "SubjectResponse", "Observation"} <= set(vitrine.__all__)
     assert Path(vitrine.__file__).with_name("py.typed").is_file()
+
+
+def test_the_report_holds_the_controls_and_the_one_decision(tmp_path):
+    missed = _evaluation(controls=_registry(lambda response: response)).run()
+    paths = missed.write_reports(tmp_path)
+    report = vitrine.reports.load_report(paths["json"])
+    assert report.exit_code == int(ExitCode.MEASURED_FAILURE)
+    assert report.controls is not None and (report.controls.total, report.controls.caught) == (1, 0)
+    assert "0/1 registered controls caught" in report.exit_reason
+    assert all(gate.status == "PASS" for gate in report.gates)  # the gates alone would pass

@@ -6,12 +6,14 @@ what a person reads is what an auditor can recompute.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from vitrine._gates import GateResult
+    from vitrine.controls._runner import ControlResult
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -160,6 +162,30 @@ class ControlsSection(_Model):
         "Each control proves that one check can turn red under one isolated perturbation and "
         "green again when restored; it does not estimate how often such defects occur."
     )
+
+    @classmethod
+    def of(cls, results: Sequence[ControlResult]) -> ControlsSection:
+        """The report section of the controls that ran, one row each, in the order they ran."""
+        return cls(
+            total=len(results),
+            caught=sum(1 for r in results if r.caught),
+            rows=[
+                ControlRow(
+                    id=r.spec.id,
+                    scope=r.spec.scope.value,
+                    target=r.spec.target,
+                    name=r.spec.name,
+                    category=r.spec.category,
+                    tranche=r.spec.tranche,
+                    healthy=r.healthy.state.value,
+                    broken=r.broken.state.value,
+                    restored=r.restored.state.value,
+                    caught=r.caught,
+                    detail=r.detail,
+                )
+                for r in results
+            ],
+        )
 
 
 class AnswerSample(_Model):

@@ -118,13 +118,6 @@ async def run_controls(
     return await run_shop_controls(state)
 
 
-def _controls_section(results: Sequence[ControlResult]) -> ControlsSection:
-    # Imported here for the same cycle as above.
-    from vitrine_shop.evals.controls import controls_section  # noqa: PLC0415
-
-    return controls_section(results)
-
-
 def _self_test_failures(healthy: SuiteRun, ablated: SuiteRun) -> list[str]:
     # Imported here: the self-test reads this module's constants.
     from vitrine_shop.evals.self_test import self_test_failures  # noqa: PLC0415
@@ -164,7 +157,7 @@ PIPELINE: OfflinePipeline[ShopUnderTest] = OfflinePipeline(
         describe=lambda shop: f"{shop.label} shop",
     ),
     subject=ShopUnderTest.shipped,
-    controls=ControlsStep(run_controls, _controls_section),
+    controls=ControlsStep(run_controls, ControlsSection.of),
     self_test=SelfTest(
         ShopUnderTest.ablated,
         _self_test_failures,

@@ -7,7 +7,6 @@ without a row, is refused before anything runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from vitrine.controls import (
     ScopeClass,
     load_manifest,
 )
-from vitrine.reports import ControlRow, ControlsSection
 from vitrine_shop.evals.controls.blocks import Binding
 from vitrine_shop.evals.controls.capture import ShippedState, capture_shipped_state
 from vitrine_shop.evals.controls.fixtures import FIXTURE_BINDINGS
@@ -32,7 +30,6 @@ __all__ = [
     "SHOP_MANIFEST",
     "ShippedState",
     "capture_shipped_state",
-    "controls_section",
     "run_shop_controls",
     "shop_manifest",
     "shop_registry",
@@ -74,26 +71,3 @@ def shop_registry(state: ShippedState) -> ControlRegistry:
 
 async def run_shop_controls(state: ShippedState) -> tuple[ControlResult, ...]:
     return await shop_registry(state).run()
-
-
-def controls_section(results: Sequence[ControlResult]) -> ControlsSection:
-    return ControlsSection(
-        total=len(results),
-        caught=sum(1 for r in results if r.caught),
-        rows=[
-            ControlRow(
-                id=r.spec.id,
-                scope=r.spec.scope.value,
-                target=r.spec.target,
-                name=r.spec.name,
-                category=r.spec.category,
-                tranche=r.spec.tranche,
-                healthy=r.healthy.state.value,
-                broken=r.broken.state.value,
-                restored=r.restored.state.value,
-                caught=r.caught,
-                detail=r.detail,
-            )
-            for r in results
-        ],
-    )
