@@ -10,13 +10,15 @@ dropped silently: it is in the gate's evidence, its reason and the report's note
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from vitrine._bench.model import Authority
-from vitrine._bench.results import RunResult
+from vitrine._bench.results import RunResult, ScenarioRow
 from vitrine._gates import GateResult
 from vitrine._outcomes import Census, MeasurementState, Observation
+from vitrine.errors import InvalidArgumentError
 
 __all__ = ["EvaluationGates", "check_tolerance", "evaluation_gates", "tolerance_text"]
 
@@ -24,9 +26,9 @@ __all__ = ["EvaluationGates", "check_tolerance", "evaluation_gates", "tolerance_
 def check_tolerance(tolerance: float) -> float:
     """Refuse a tolerance that is not a fraction in [0, 1)."""
     if isinstance(tolerance, bool) or not isinstance(tolerance, int | float):
-        raise ValueError(f"tolerate_not_measured must be a fraction, got {tolerance!r}")
+        raise InvalidArgumentError(f"tolerate_not_measured must be a fraction, got {tolerance!r}")
     if not (math.isfinite(tolerance) and 0.0 <= tolerance < 1.0):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"tolerate_not_measured must be a fraction in [0, 1), got {tolerance!r}: a "
             "tolerance of 1 would let an evaluation pass with nothing measured"
         )
@@ -56,17 +58,38 @@ def evaluation_gates(
     for arm in arms:
         arm_runs = [run for run in runs if run.arm_id == arm]
         for info in checks:
-            observations = [row.observation for run in arm_runs for row in run.rows_for(info.key)]
+            trials = [(run, row) for run in arm_runs for row in run.rows_for(info.key)]
             name = f"{info.key}[{arm}]"
-            observation, note = _gate_observation(observations, tolerance)
+            observation, note = _gate_observation(
+                [row.observation for _, row in trials], tolerance, _problems(trials)
+            )
             gates.append(GateResult(name, Authority(info.authority), observation))
             if note:
                 notes.append(f"gate {name}: {note}")
     return EvaluationGates(tuple(gates), tuple(notes))
 
 
+# The trials a gate's evidence names as its problems; the counts say how many there were.
+PROBLEMS_KEPT = 5
+
+
+def _problems(trials: Sequence[tuple[RunResult, ScenarioRow]]) -> dict[str, Any]:
+    """The first failed or not-measured trials, each as "case C, repetition R: why"."""
+    lines: list[str] = []
+    count = 0
+    for run, row in trials:
+        obs = row.observation
+        if obs.state is MeasurementState.NOT_APPLICABLE or (obs.is_measured and obs.passed):
+            continue
+        count += 1
+        if len(lines) < PROBLEMS_KEPT:
+            why = obs.reason or obs.label or ("failed" if obs.is_measured else "not measured")
+            lines.append(f"case {row.case_id}, repetition {run.repetition}: {why}")
+    return {"problems": lines, "problem_count": count} if count else {}
+
+
 def _gate_observation(
-    observations: Sequence[Observation], tolerance: float
+    observations: Sequence[Observation], tolerance: float, problems: Mapping[str, Any]
 ) -> tuple[Observation, str | None]:
     census = Census.of(observations)
     gap, total = census.not_measured, census.total
@@ -79,6 +102,7 @@ def _gate_observation(
         "not_applicable": census.not_applicable,
         "trials": total,
         "tolerate_not_measured": tolerance,
+        **problems,
     }
     note = None
     if gap:

@@ -31,6 +31,7 @@ from vitrine.reports._formatting import (
     format_duration,
     format_interval,
     format_p,
+    gate_problems,
     power_state,
     short_hash,
     status_class,
@@ -180,7 +181,7 @@ def _print_gates(report: SuiteReport, console: Console) -> None:
             authority,
             _status(gate.status),
             _safe(gate.label) if gate.label else Text(DASH, style="dim"),
-            _safe(gate.reason) if gate.reason else Text(DASH, style="dim"),
+            _safe("\n".join(why)) if (why := gate_problems(gate)) else Text(DASH, style="dim"),
         )
     console.print(table)
     console.print()

@@ -8,8 +8,9 @@ here once. Nothing in this module imports rich or Jinja2.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from vitrine._outcomes import ExitCode
 from vitrine.reports._model import CheckFacts, ComparisonFacts, GateRow, SuiteReport
@@ -30,6 +31,7 @@ __all__ = [
     "format_offset",
     "format_p",
     "format_rate",
+    "gate_problems",
     "power_state",
     "short_hash",
     "status_class",
@@ -226,6 +228,32 @@ def unmeasured_items(report: SuiteReport) -> list[Gap]:
         if status_class(entry.status) == "na":
             gaps.append(Gap("timeline", entry.node, entry.status, entry.detail or "skipped"))
     return gaps
+
+
+# How many of a gate's problems are shown beside its verdict; report.json holds them all.
+PROBLEMS_SHOWN = 3
+
+
+def gate_problems(gate: GateRow | Mapping[str, Any], limit: int = PROBLEMS_SHOWN) -> list[str]:
+    """Why a gate is not a pass, as short lines to show beside its verdict.
+
+    The absence reason first (why nothing was measured), then the first ``limit`` problems the
+    check recorded in its evidence (``evidence["problems"]``), then how many more there are. A
+    passing gate lists no problems: its label says what passed.
+    """
+    row = gate if isinstance(gate, Mapping) else gate.model_dump()
+    lines = [str(row["reason"])] if row.get("reason") else []
+    if status_class(str(row.get("status", ""))) == "pass":
+        return lines
+    evidence = row.get("evidence") or {}
+    problems = evidence.get("problems") if isinstance(evidence, Mapping) else None
+    if isinstance(problems, list):
+        lines += [str(problem) for problem in problems[:limit]]
+        total = evidence.get("problem_count", len(problems))
+        hidden = (total if isinstance(total, int) else len(problems)) - min(limit, len(problems))
+        if hidden > 0:
+            lines.append(f"and {hidden} more")
+    return lines
 
 
 def _gate_reason(gate: GateRow) -> str:

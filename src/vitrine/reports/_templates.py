@@ -95,7 +95,7 @@ class _TemplateCache(FileSystemBytecodeCache):
 
 
 def _template_cache_dir() -> Path | None:
-    """``templates`` in vitrine's cache folder (:func:`~vitrine.store._naming.cache_dir`), or
+    """``templates`` in vitrine's cache folder (:func:`~vitrine.store.cache_dir`), or
     None when it cannot be made or is not safe to load code from.
 
     Loading a cached template executes it, so a folder that another user could write to is
@@ -214,6 +214,7 @@ def environment() -> Environment:
         wlt=fmt.wlt_text,
         power_state=fmt.power_state,
         comparison_flags=fmt.comparison_flags,
+        gate_problems=fmt.gate_problems,
         segment=lambda value: quote(str(value), safe=""),  # one URL path segment
         pct=_percent,
         fraction=lambda value: fmt.DASH if value is None else f"{value:.3f}",
