@@ -101,3 +101,31 @@ def test_the_board_run_page_shows_the_first_problem(tmp_path):
     reply = board.get(f"/run/{offline.ref}", {})
     assert reply.status == 200
     assert "case c0, repetition 1: failed" in reply.body.decode()
+
+
+def _controls_report(caught: bool) -> SuiteReport:
+    from vitrine.reports import ControlRow, ControlsSection
+
+    row = ControlRow(
+        id="TOY-01",
+        scope="production-observation",
+        target="answers",
+        name="silenced",
+        category="policy",
+        tranche="v1",
+        healthy="PASS",
+        broken="FAIL" if caught else "PASS",
+        restored="PASS",
+        caught=caught,
+    )
+    controls = ControlsSection(total=1, caught=int(caught), rows=[row])
+    return _report(SHAPE).model_copy(update={"controls": controls})
+
+
+def test_a_caught_controls_red_run_is_drawn_as_expected_and_a_missed_one_as_an_alarm():
+    caught = render_html(_controls_report(True))
+    cells = caught[caught.index('id="controls"') :]
+    assert "FAIL, as planted" in cells
+    assert 's-fail"><span aria-hidden="true">✗</span> FAIL<' not in cells
+    missed = render_html(_controls_report(False))
+    assert "MISSED" in missed and "as planted" not in missed
