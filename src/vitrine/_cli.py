@@ -34,7 +34,7 @@ from vitrine._commandline import (
     RefusingParser,
     add_store_option,
     add_suite_option,
-    environment_path_problem,
+    environment_problem,
     print_error,
 )
 from vitrine._vocabulary import ExitCode
@@ -304,7 +304,7 @@ def _tune_collector() -> None:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    unusable = environment_path_problem()  # checked as a path on the command line would be
+    unusable = environment_problem()  # checked once, before any command reads or calls anything
     if unusable is not None:
         _error(unusable)
         return ExitCode.INVALID_ARGUMENTS

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NoReturn
+from urllib.parse import urlsplit
 
 from vitrine._vocabulary import ExitCode
 from vitrine.errors import CommandRefusal, UsageError
@@ -30,6 +31,7 @@ __all__ = [
     "INFRASTRUCTURE",
     "MAX_ECHO",
     "PATH_VARIABLES",
+    "URL_VARIABLES",
     "USAGE",
     "CommandRefusal",
     "RefusingParser",
@@ -37,6 +39,7 @@ __all__ = [
     "add_suite_option",
     "environment_path",
     "environment_path_problem",
+    "environment_problem",
     "load_suite_or_refuse",
     "one_line",
     "path_problem",
@@ -101,6 +104,31 @@ def environment_path_problem(
         problem = path_problem(value) if value else None
         if problem is not None:
             return f"{name} cannot name a file or folder: {problem}"
+    return None
+
+
+# The environment variables that name a model service's URL. Credentials in one (user:password@)
+# are refused before any call: a key is sent in a header, from the key's own variable.
+URL_VARIABLES = ("OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "ANTHROPIC_BASE_URL")
+
+
+def environment_problem(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The sentence that refuses the first variable vitrine reads and cannot use (a path no
+    file system accepts, a service URL holding credentials), or None."""
+    return environment_path_problem(environ=environ) or _url_problem(environ)
+
+
+def _url_problem(environ: Mapping[str, str]) -> str | None:
+    # The URL is never repeated: its password must not reach a terminal or a log.
+    for name in URL_VARIABLES:
+        try:
+            netloc = urlsplit(environ.get(name, "").strip()).netloc
+        except ValueError:  # a malformed host, e.g. an unclosed IPv6 bracket
+            return f"{name} is not a URL vitrine can read"
+        if "@" in netloc:
+            from vitrine.providers._openai_compat import credentialed_url_problem
+
+            return credentialed_url_problem(name)
     return None
 
 
@@ -205,7 +233,8 @@ def run_command(
 ) -> int:
     """Parse ``argv`` and hand the namespace to ``handler``; refusals become their exit code.
 
-    A parse error prints the usage line first; ``--help`` returns argparse's own code.
+    A parse error prints the usage line first; ``--help`` returns argparse's own code. A
+    :class:`~vitrine.errors.UsageError` from anywhere in the handler is a refusal too (exit 2).
     """
     try:
         args = parser.parse_args(list(argv))
@@ -218,6 +247,8 @@ def run_command(
         return int(handler(args))
     except CommandRefusal as exc:
         return report(prog, exc)
+    except UsageError as exc:  # raised below the command (a service URL holding credentials)
+        return report(prog, CommandRefusal(str(exc), USAGE))
 
 
 def report(prog: str, refusal: CommandRefusal) -> int:

@@ -262,10 +262,14 @@ def load_judge() -> Judge | str | None:
     name = next((known for known in PROVIDERS if known == provider), None)
     if name is None:
         return f"VITRINE_JUDGE_PROVIDER={provider!r} is not one of {', '.join(PROVIDERS)}"
+    from vitrine.errors import UsageError
     from vitrine.judge._llm import LLMJudge
     from vitrine.providers._config import ProviderConfig, create_chat_model, readiness
 
-    config = ProviderConfig.from_env(name)
+    try:
+        config = ProviderConfig.from_env(name)
+    except UsageError as exc:  # a service URL holding credentials: refused, nothing called
+        return f"the judge is not configured: {exc}"
     state = readiness(config)
     if not state.ready:
         return f"the judge is not ready: {state.reason}"

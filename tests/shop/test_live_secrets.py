@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from live_fakes import CANARY_KEY, is_judge, is_stage, live_env, receipt, scripted_reply
 
-from vitrine import ExitCode, PlanOutcome, PlanRequest, tracing
+from vitrine import ExitCode, PlanOutcome, PlanRequest, UsageError, tracing
 from vitrine._board.export import export_board
 from vitrine.testing._openai_server import FakeOpenAIServer, FakeReply, FakeRequest
 from vitrine_shop.evals.live.plans import EVAL01
@@ -113,17 +113,36 @@ async def test_a_base_url_with_credentials_is_refused_in_a_sentence_before_any_c
     with FakeOpenAIServer(leaky_reply) as server:
         environ = live_env(server, VITRINE_JUDGE_ADMISSION="skip")
         environ["OPENAI_BASE_URL"] = f"http://shopper:{PASSWORD}@127.0.0.1:{server.port}/v1"
-        outcome = await _eval01(tmp_path, environ)
+        # The caller's mistake (exit 2 on the command line), never an unready service (4) or a
+        # run of bad_response trials.
+        with pytest.raises(UsageError, match=r"OPENAI_BASE_URL holds credentials \(user:passw"):
+            await _eval01(tmp_path, environ)
         sent = server.request_count
     assert sent == 0
-    # Not ready (the configuration's fault), never a run of bad_response trials.
-    assert outcome.exit_code is ExitCode.INFRASTRUCTURE
-    doc = receipt(tmp_path)
-    assert "OPENAI_BASE_URL holds credentials (user:password@)" in doc["readiness"]["reason"]
-    assert "trials" not in doc
-    assert "bad_response" not in str(doc)
     for path in (p for p in tmp_path.rglob("*") if p.is_file()):
         assert PASSWORD.encode() not in path.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "ANTHROPIC_BASE_URL"])
+def test_the_command_line_refuses_a_credentialed_service_url_with_exit_2(
+    name, tmp_path, monkeypatch, capsys
+):
+    from vitrine._cli import main
+
+    with FakeOpenAIServer(leaky_reply) as server:
+        for key, value in live_env(server).items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv(name, f"https://shopper:{PASSWORD}@127.0.0.1:{server.port}/v1")
+        argv = ["--eval-plan", "eval01-agent", "--provider", "openai", "--confirm-paid"]
+        code = main([*argv, "--output", str(tmp_path)])
+        sent = server.request_count
+    out, err = capsys.readouterr()
+    assert (code, sent, out) == (2, 0, "")
+    assert err == (
+        f"vitrine: error: {name} holds credentials (user:password@); vitrine sends them only "
+        "in a header, from the API key setting, so take them out of the URL\n"
+    )
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
 async def test_vitrine_serve_streams_the_answer_without_its_credentials(monkeypatch):
@@ -136,7 +155,9 @@ async def test_vitrine_serve_streams_the_answer_without_its_credentials(monkeypa
     with FakeOpenAIServer(leaky_reply) as server:
         for name, value in live_env(server).items():
             monkeypatch.setenv(name, value)
-        options = ServiceOptions(provider="openai", model="fake-subject", front_desk=False)
+        options = ServiceOptions(
+            provider="openai", model="fake-subject", suite_options={"front_desk": False}
+        )
         app = create_app(create_assistant(options), ServiceConfig())
         await app.warm_up()
         transport = httpx.ASGITransport(app=app)

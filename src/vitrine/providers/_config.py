@@ -60,7 +60,7 @@ from urllib.parse import urlsplit
 
 from vitrine._plans.base import PROVIDERS, ProviderName
 from vitrine._redact import register_secret
-from vitrine.errors import ProviderNotReadyError
+from vitrine.errors import ProviderNotReadyError, UsageError
 from vitrine.providers._base import ChatModel, Provenance
 from vitrine.providers._openai_compat import (
     STRUCTURED_OUTPUT_MODES,
@@ -151,10 +151,12 @@ class ProviderConfig:
         local_model: str | os.PathLike[str] | None = None,
         environ: Mapping[str, str] = os.environ,
     ) -> ProviderConfig:
-        """Read a configuration for ``provider`` from ``environ``; never raises for bad values.
+        """Read a configuration for ``provider`` from ``environ``.
 
         Malformed values become ``problems`` that :func:`readiness` reports, so an operator
-        learns about all of them at once and before anything is called. ``provider`` None
+        learns about all of them at once and before anything is called. A service URL holding
+        credentials (``user:password@``) is refused at once (:class:`~vitrine.errors.UsageError`):
+        it is a request that cannot be run as stated, not a service to wait for. ``provider`` None
         means Azure OpenAI, the protocol's live subject arm; it is never guessed from which
         credentials happen to be set.
         """
@@ -538,9 +540,15 @@ class _Environment:
         if value is None:
             return None
         register_secret(value, endpoint=True)  # before anything can echo it
-        parts = urlsplit(value)
+        try:
+            parts = urlsplit(value)
+        except ValueError:  # a malformed host, e.g. an unclosed IPv6 bracket
+            self.problems.append(f"{name} is not an http(s) URL")
+            return value
+        if "@" in parts.netloc:
+            # The caller's mistake, not an unready service: refused at once (exit 2 on the
+            # command line), before any call, in a sentence that does not repeat the URL.
+            raise UsageError(credentialed_url_problem(name))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             self.problems.append(f"{name} is not an http(s) URL")
-        elif "@" in parts.netloc:
-            self.problems.append(credentialed_url_problem(name))
         return value

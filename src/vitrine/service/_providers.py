@@ -10,6 +10,7 @@ import os
 from typing import TYPE_CHECKING
 
 from vitrine._plans.base import PROVIDERS
+from vitrine.errors import UsageError
 from vitrine.providers._config import ProviderConfig, create_chat_model, readiness
 from vitrine.service._protocol import ServiceOptions
 
@@ -29,12 +30,15 @@ def provider_model(options: ServiceOptions) -> tuple[ChatModel | None, str | Non
     if options.max_output_tokens is not None:
         # Through the environment reader, so the ceiling is checked against the context.
         environ["VITRINE_SUBJECT_MAX_OUTPUT_TOKENS"] = str(options.max_output_tokens)
-    config = ProviderConfig.from_env(
-        name,
-        model=options.model,
-        local_model=options.local_model,
-        environ=environ,
-    )
+    try:
+        config = ProviderConfig.from_env(
+            name,
+            model=options.model,
+            local_model=options.local_model,
+            environ=environ,
+        )
+    except UsageError as exc:  # a service URL holding credentials: refused, nothing called
+        return None, str(exc)
     state = readiness(config)
     if not state.ready:
         return None, state.reason
