@@ -47,6 +47,7 @@ __all__ = [
     "record_sealed_run",
     "recover_index",
     "reindex_sealed",
+    "run_ids_in",
     "sealed_ids_path",
     "sealing",
 ]
@@ -375,10 +376,15 @@ def indexed_run_id_bytes(root: str | os.PathLike[str] | None = None) -> set[byte
     where = resolve_root(root)
     for path in (sealed_ids_path(where), index_path(where)):
         try:
-            return set(_RUN_ID.findall(path.read_bytes()))
+            return set(run_ids_in(path.read_bytes()))
         except FileNotFoundError:
             continue
     return set()
+
+
+def run_ids_in(data: bytes) -> list[bytes]:
+    """The run ids that lines of the index or the id log name, found without parsing them."""
+    return _RUN_ID.findall(data)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

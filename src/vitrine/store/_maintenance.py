@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from vitrine.errors import InvalidArgumentError
 from vitrine.store._errors import RunStoreError
 from vitrine.store._files import atomic_write_json
 from vitrine.store._index import (
-    indexed_run_id_bytes,
     iter_index,
     pending_dir,
     recover_index,
@@ -34,7 +34,7 @@ from vitrine.store._index import (
 )
 from vitrine.store._layout import RunPaths, is_sealed
 from vitrine.store._naming import RUN_ID_PATTERN
-from vitrine.store._reader import read_manifest
+from vitrine.store._scan import scan_runs
 
 RUN_ID_BYTES = re.compile(RUN_ID_PATTERN.pattern.encode())
 
@@ -89,11 +89,11 @@ def inspect_store(root: Path, *, now: float | None = None) -> StoreHealth:
     # A run the index lists was sealed; only the others need their manifest read, so a store
     # of a hundred thousand runs is inspected without opening a hundred thousand files. Names
     # stay bytes until they are candidates: building a Path per sealed run dominated the time.
-    indexed = indexed_run_id_bytes(root)
     runs = root / "runs"
-    names, staged = _list_runs_folder(runs)
-    unlisted = names.difference(indexed)
-    sealed = len(names) - len(unlisted)
+    scan = scan_runs(root)
+    unlisted = scan.unlisted
+    staged = [runs / os.fsdecode(name) for name in scan.staged]
+    sealed = scan.total - len(unlisted)
     candidates = sorted(
         name.decode()
         for name in unlisted
@@ -109,6 +109,10 @@ def inspect_store(root: Path, *, now: float | None = None) -> StoreHealth:
         if not paths.manifest.exists():
             found.append(Leftover(_relative(run_dir, root), "folder-without-manifest", age))
             continue
+        # Imported only for a run that has one: the reader's models are most of the cost of a
+        # clean store's inspection otherwise.
+        from vitrine.store._reader import read_manifest  # noqa: PLC0415
+
         try:
             manifest = read_manifest(paths)
         except RunStoreError:
@@ -180,7 +184,7 @@ def sweep(
     leftover = {Path(item.path).name: item for item in (*health.unsealed, *health.abandoned)}
     unknown = [name for name in abandon if name not in leftover]
     if unknown:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{unknown[0][:60]!r} is not an unsealed run of this store "
             "(`vitrine runs unsealed` lists them)"
         )
@@ -218,18 +222,6 @@ def _set_aside(root: Path, run_dir: Path, reason: str) -> None:
     )
     abandoned_dir(root).mkdir(exist_ok=True)
     run_dir.replace(abandoned_dir(root) / run_dir.name)
-
-
-def _list_runs_folder(runs: Path) -> tuple[set[bytes], list[Path]]:
-    """The names in the runs folder and the temporary files staged directly in it, in one
-    listing. ``listdir`` on bytes builds no entry objects: at a hundred thousand runs that is
-    most of the cost. A name is only known to be a folder once it is a candidate."""
-    try:
-        names = set(os.listdir(os.fsencode(runs)))  # noqa: PTH208 - bytes names, no Paths
-    except (FileNotFoundError, NotADirectoryError):
-        return set(), []
-    staged = [runs / os.fsdecode(name) for name in names if _is_temporary(os.fsdecode(name))]
-    return names, staged
 
 
 def _temporary_files(root: Path, *, unsealed: list[Path]) -> Iterator[Path]:
