@@ -30,6 +30,7 @@ from vitrine._bench.results import RunResult
 from vitrine._bench.retry import RetryPolicy
 from vitrine._outcomes import ExitCode
 from vitrine._sync_entry import refuse_inside_event_loop
+from vitrine.errors import InvalidArgumentError, WrongTypeError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -193,7 +194,7 @@ class EvalResult:
             return self.arms
         unknown = [arm for arm in arms if arm not in self.arms]
         if unknown or not arms:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"cannot gate arms {list(arms)}: the evaluation ran {', '.join(self.arms)}"
             )
         return tuple(arms)
@@ -319,7 +320,7 @@ async def evaluate_async(
     _check_arguments(arm_list, repetitions, concurrency, reference)
     if spend is not None:
         if executor == "ray" or not isinstance(executor, str | None):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "a spend ceiling is counted in this process, so its trials must run here: "
                 "use executor='local' (or none) with spend"
             )
@@ -329,7 +330,7 @@ async def evaluate_async(
     mode = RepCollapse(collapse)
     tolerance = check_tolerance(tolerate_not_measured)
     if retry is not None and (retries or retry_seed is not None):
-        raise ValueError(
+        raise InvalidArgumentError(
             "give the retry policy once: retry=RetryPolicy(...) or retries=/retry_seed=, not both"
         )
     policy = retry or RetryPolicy(
@@ -402,7 +403,7 @@ def _arm_list(arms: Arm | Sequence[Arm]) -> list[Arm]:
     arm_list = [arms] if isinstance(arms, Arm) else list(arms)
     for arm in arm_list:
         if not isinstance(arm, Arm):
-            raise TypeError(f"arms must be vitrine Arm objects, got {type(arm).__name__}")
+            raise WrongTypeError(f"arms must be vitrine Arm objects, got {type(arm).__name__}")
     return arm_list
 
 
@@ -412,25 +413,29 @@ def _check_arguments(
     # Everything here is checked before the first runner call: a refused evaluation must not
     # leave half a session of runs behind.
     if not arms:
-        raise ValueError("no arms to evaluate: an empty evaluation is not a zero score")
+        raise InvalidArgumentError("no arms to evaluate: an empty evaluation is not a zero score")
     ids = [arm.arm_id for arm in arms]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"arm ids repeat ({', '.join(duplicates)}): runs are grouped by arm id, so two "
             "variants with one id would be scored as repetitions of one arm"
         )
     if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
-        raise ValueError(f"repetitions must be a whole number of at least 1, got {repetitions!r}")
+        raise InvalidArgumentError(
+            f"repetitions must be a whole number of at least 1, got {repetitions!r}"
+        )
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a whole number of at least 1, got {concurrency!r}")
+        raise InvalidArgumentError(
+            f"concurrency must be a whole number of at least 1, got {concurrency!r}"
+        )
     if reference is not None:
         if reference not in ids:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"reference arm {reference!r} is not among the arms ({', '.join(ids)})"
             )
         if len(ids) == 1:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"reference arm {reference!r} is the only arm: there is no challenger to "
                 "compare against it"
             )

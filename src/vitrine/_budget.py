@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vitrine.errors import BudgetReached, PriceTableError
+from vitrine.errors import BudgetReached, InvalidArgumentError, PriceTableError
 
 if TYPE_CHECKING:
     from vitrine._bench.model import Arm, Case
@@ -69,10 +69,14 @@ class SpendCeiling:
         for name in ("max_calls", "max_tokens"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
-                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
+                raise InvalidArgumentError(
+                    f"{name} must be a whole number of at least 1, got {value!r}"
+                )
         cost = self.max_cost
         if cost is not None and not (math.isfinite(cost) and cost > 0):
-            raise ValueError(f"max_cost must be a positive number of US dollars, got {cost!r}")
+            raise InvalidArgumentError(
+                f"max_cost must be a positive number of US dollars, got {cost!r}"
+            )
 
     @property
     def any(self) -> bool:

@@ -14,7 +14,7 @@ from math import comb
 from types import MappingProxyType
 from typing import Any
 
-from vitrine.errors import FloorNotDerivableError
+from vitrine.errors import FloorNotDerivableError, InvalidArgumentError
 
 __all__ = [
     "ChanceFloor",
@@ -44,14 +44,16 @@ class ChanceFloor:
     def __post_init__(self) -> None:
         if self.kind is FloorKind.NOT_DERIVABLE:
             if self.rate is not None:
-                raise ValueError("a not-derivable floor has no rate")
+                raise InvalidArgumentError("a not-derivable floor has no rate")
             if not self.reason or not self.reason.strip():
-                raise ValueError(
+                raise InvalidArgumentError(
                     "a not-derivable floor needs a reason: say why no random-draw population "
                     "exists for this check"
                 )
         elif self.rate is None or not 0.0 <= self.rate <= 1.0:
-            raise ValueError(f"a {self.kind.value} floor needs a rate in [0, 1], got {self.rate}")
+            raise InvalidArgumentError(
+                f"a {self.kind.value} floor needs a rate in [0, 1], got {self.rate}"
+            )
 
     @property
     def derivable(self) -> bool:
@@ -119,7 +121,7 @@ class ChanceFloor:
     @classmethod
     def uniform_choice(cls, options: int) -> ChanceFloor:
         if options < 1:
-            raise ValueError(f"a uniform choice needs at least one option, got {options}")
+            raise InvalidArgumentError(f"a uniform choice needs at least one option, got {options}")
         return cls(
             FloorKind.UNIFORM_CHOICE,
             1.0 / options,
@@ -129,13 +131,15 @@ class ChanceFloor:
     @classmethod
     def prior_rate(cls, rate: float, source: str) -> ChanceFloor:
         if not source.strip():
-            raise ValueError("a prior-rate floor must name where the prior comes from")
+            raise InvalidArgumentError("a prior-rate floor must name where the prior comes from")
         return cls(FloorKind.PRIOR_RATE, rate, parameters=MappingProxyType({"source": source}))
 
     @classmethod
     def empirical_policy(cls, rate: float, policy: str) -> ChanceFloor:
         if not policy.strip():
-            raise ValueError("an empirical-policy floor must name the policy it was measured on")
+            raise InvalidArgumentError(
+                "an empirical-policy floor must name the policy it was measured on"
+            )
         return cls(
             FloorKind.EMPIRICAL_POLICY, rate, parameters=MappingProxyType({"policy": policy})
         )
@@ -147,8 +151,8 @@ class ChanceFloor:
 
 def _check_population(population: int, marked: int, draws: int) -> None:
     if population < 1:
-        raise ValueError(f"population must be at least 1, got {population}")
+        raise InvalidArgumentError(f"population must be at least 1, got {population}")
     if not 0 <= marked <= population:
-        raise ValueError(f"marked items must be within 0..{population}, got {marked}")
+        raise InvalidArgumentError(f"marked items must be within 0..{population}, got {marked}")
     if not 1 <= draws <= population:
-        raise ValueError(f"draws must be within 1..{population}, got {draws}")
+        raise InvalidArgumentError(f"draws must be within 1..{population}, got {draws}")

@@ -26,6 +26,7 @@ from vitrine._vocabulary import (
     aggregate_exit_codes,
     status_of_label,
 )
+from vitrine.errors import WrongTypeError
 
 __all__ = [
     "Census",
@@ -176,7 +177,7 @@ def as_observation(value: object, source: str) -> Observation:
         return Observation.not_measured(
             f"{source} returned None: it measured nothing, which is never a pass"
         )
-    raise TypeError(
+    raise WrongTypeError(
         f"{source} returned {type(value).__name__}; return a vitrine.Observation or a bool "
         "(None when nothing was measured)"
     )

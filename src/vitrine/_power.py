@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vitrine import _stats as stats
+from vitrine.errors import InvalidArgumentError
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -66,7 +67,7 @@ _SLACK = 1e-12
 def _size(name: str, value: object, *, minimum: int = 0) -> int:
     count = stats._count(name, value)
     if count < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {count}")
+        raise InvalidArgumentError(f"{name} must be at least {minimum}, got {count}")
     return count
 
 

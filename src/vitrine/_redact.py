@@ -22,6 +22,8 @@ import re
 import threading
 from urllib.parse import unquote, urlsplit
 
+from vitrine.errors import InvalidArgumentError
+
 __all__ = [
     "DEFAULT_REASON_LIMIT",
     "REDACTED",
@@ -221,7 +223,7 @@ def _bearer_or_keep(match: re.Match[str]) -> str:
 def bound_text(text: str, limit: int) -> str:
     """Cut to at most ``limit`` characters, marking the cut so a reader knows text is missing."""
     if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
+        raise InvalidArgumentError(f"limit must be at least 1, got {limit}")
     if len(text) <= limit:
         return text
     return text[: max(0, limit - 1)] + "…"

@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from vitrine import _stats as stats
 from vitrine._power import wilson_min_successes
+from vitrine.errors import InvalidArgumentError
 
 __all__ = [
     "Curtailment",
@@ -82,7 +83,7 @@ def _counts(planned: int, **done: int) -> int:
     seen = sum(stats._count(name, value) for name, value in done.items())
     if seen > total:
         shown = ", ".join(f"{k}={v}" for k, v in done.items())
-        raise ValueError(f"{shown} add up to more than planned={total}")
+        raise InvalidArgumentError(f"{shown} add up to more than planned={total}")
     return total - seen
 
 
@@ -230,12 +231,16 @@ class SequentialSignTest:
     def __post_init__(self) -> None:
         q = stats._open_unit("design_win_rate", self.design_win_rate)
         if q == 0.5:
-            raise ValueError("design_win_rate 0.5 is the null itself: the e-value stays at 1")
+            raise InvalidArgumentError(
+                "design_win_rate 0.5 is the null itself: the e-value stays at 1"
+            )
         stats._open_unit("alpha", self.alpha)
         if self.futility is not None and not 0.0 < self.futility < 1.0:
-            raise ValueError(f"futility must lie strictly between 0 and 1, got {self.futility}")
+            raise InvalidArgumentError(
+                f"futility must lie strictly between 0 and 1, got {self.futility}"
+            )
         if self.max_cases is not None and stats._count("max_cases", self.max_cases) < 1:
-            raise ValueError("max_cases must be at least 1")
+            raise InvalidArgumentError("max_cases must be at least 1")
 
     @property
     def threshold(self) -> float:
@@ -304,7 +309,7 @@ class SequentialSignTest:
         counts = {"win": 0, "loss": 0, "tie": 0}
         for outcome in outcomes:
             if outcome not in counts:
-                raise ValueError(f"a pair outcome is win, loss or tie, got {outcome!r}")
+                raise InvalidArgumentError(f"a pair outcome is win, loss or tie, got {outcome!r}")
             counts[outcome] += 1
             if self.stops(counts["win"], counts["loss"], counts["tie"]):
                 return self.verdict(counts["win"], counts["loss"], counts["tie"])

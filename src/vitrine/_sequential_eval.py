@@ -22,6 +22,7 @@ from vitrine._bench.results import RunResult
 from vitrine._bench.runner import run_benchmark
 from vitrine._bench.score import RepCollapse, against_reference
 from vitrine._sequential import PairOutcome, SequentialResult, SequentialSignTest
+from vitrine.errors import InvalidArgumentError
 from vitrine.store import RunStore
 
 __all__ = ["SequentialComparison", "compare_sequentially"]
@@ -65,10 +66,10 @@ async def compare_sequentially(
     """Run ``definition``'s cases in order until ``test`` stops; see the module docstring."""
     design = test or SequentialSignTest()
     if repetitions < 1:
-        raise ValueError(f"repetitions count from 1, got {repetitions}")
+        raise InvalidArgumentError(f"repetitions count from 1, got {repetitions}")
     if check_key not in {c.key for c in definition.checks}:
         known = ", ".join(c.key for c in definition.checks)
-        raise ValueError(f"unknown check {check_key!r}: the definition has {known}")
+        raise InvalidArgumentError(f"unknown check {check_key!r}: the definition has {known}")
     counts = {"win": 0, "loss": 0, "tie": 0}
     pairs: list[tuple[str, PairOutcome]] = []
     excluded: list[str] = []

@@ -27,6 +27,8 @@ from numbers import Integral, Real
 from statistics import NormalDist
 from typing import Literal
 
+from vitrine.errors import InvalidArgumentError
+
 __all__ = [
     "Interval",
     "binomial_tail_p",
@@ -62,12 +64,12 @@ class Interval:
         # An interval that escapes [0, 1] or is inverted would be reported
         # as a valid bound on a rate; fail at construction instead.
         if not (0.0 <= self.lower <= self.upper <= 1.0):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"an interval for a proportion needs 0 <= lower <= upper <= 1, "
                 f"got lower={self.lower!r}, upper={self.upper!r}"
             )
         if not (0.0 < self.confidence < 1.0):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"confidence must lie strictly between 0 and 1, got {self.confidence!r}"
             )
 
@@ -82,19 +84,19 @@ def _count(name: str, value: object) -> int:
     # bool is an int subclass, but True as a count is almost always a
     # pass bit passed where a tally was meant.
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} must be a non-negative integer count, got {value!r} "
             f"of type {type(value).__name__}"
         )
     as_int = int(value)
     if as_int < 0:
-        raise ValueError(f"{name} must be a non-negative integer count, got {as_int}")
+        raise InvalidArgumentError(f"{name} must be a non-negative integer count, got {as_int}")
     return as_int
 
 
 def _successes_within(successes: int, n: int) -> None:
     if successes > n:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"successes must not exceed n: got successes={successes} > n={n}; "
             "a sample cannot hold more successes than trials"
         )
@@ -103,27 +105,27 @@ def _successes_within(successes: int, n: int) -> None:
 def _probability(name: str, value: object) -> float:
     """Return ``value`` as a float in [0, 1], or refuse it."""
     if isinstance(value, bool) or not isinstance(value, Real):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} must be a probability (a real number in [0, 1]), got {value!r} "
             f"of type {type(value).__name__}"
         )
     as_float = float(value)
     # NaN fails both comparisons, so it is refused here too.
     if not (0.0 <= as_float <= 1.0):
-        raise ValueError(f"{name} must be a probability in [0, 1], got {as_float!r}")
+        raise InvalidArgumentError(f"{name} must be a probability in [0, 1], got {as_float!r}")
     return as_float
 
 
 def _open_unit(name: str, value: object) -> float:
     """Return ``value`` as a float strictly inside (0, 1), or refuse it."""
     if isinstance(value, bool) or not isinstance(value, Real):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} must be a real number strictly between 0 and 1, got {value!r} "
             f"of type {type(value).__name__}"
         )
     as_float = float(value)
     if not (0.0 < as_float < 1.0):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} must lie strictly between 0 and 1, got {as_float!r}; "
             "at 0 or 1 the interval degenerates to a point or to all of [0, 1]"
         )
@@ -280,7 +282,7 @@ def clopper_pearson(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
     s = _count("successes", successes)
     size = _count("n", n)
     if size == 0:
-        raise ValueError(
+        raise InvalidArgumentError(
             "clopper_pearson needs n >= 1: an empty sample (n=0) carries no "
             "information about the rate, so it has no confidence interval"
         )
@@ -343,7 +345,7 @@ def rule_of_three(n: int) -> float:
     """
     size = _count("n", n)
     if size == 0:
-        raise ValueError(
+        raise InvalidArgumentError(
             "rule_of_three needs n >= 1, got n=0: with no trials there is no "
             "evidence to bound the event rate"
         )
@@ -374,25 +376,25 @@ def pass_hat_k(
     """
     kk = _count("k", k)
     if kk < 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"pass^k needs k >= 1, got k={kk}: pass^0 is trivially 1 and says "
             "nothing about reliability"
         )
     if isinstance(successes_per_task, (str, bytes)) or not isinstance(successes_per_task, Sequence):
-        raise ValueError(
+        raise InvalidArgumentError(
             "successes_per_task must be a sequence of per-task success counts, "
             f"got {type(successes_per_task).__name__}"
         )
     tasks = len(successes_per_task)
     if tasks == 0:
-        raise ValueError(
+        raise InvalidArgumentError(
             "pass^k needs at least one task: the mean over an empty task list is undefined"
         )
 
     trials: list[int]
     if isinstance(trials_per_task, Sequence) and not isinstance(trials_per_task, (str, bytes)):
         if len(trials_per_task) != tasks:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "successes_per_task and trials_per_task must have one entry per task: "
                 f"got {tasks} success counts and {len(trials_per_task)} trial counts"
             )
@@ -405,9 +407,11 @@ def pass_hat_k(
     for index, (raw_c, n) in enumerate(zip(successes_per_task, trials, strict=True)):
         c = _count(f"successes_per_task[{index}]", raw_c)
         if c > n:
-            raise ValueError(f"task {index} has more successes than trials: c={c} > n={n}")
+            raise InvalidArgumentError(
+                f"task {index} has more successes than trials: c={c} > n={n}"
+            )
         if n < kk:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"pass^k needs at least k trials per task: task {index} has "
                 f"n={n} < k={kk}, so no set of k trials can be drawn from it"
             )

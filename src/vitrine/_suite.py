@@ -17,7 +17,7 @@ from typing import Any
 from vitrine._commandline import DEFAULT_SUITE
 from vitrine._plans.base import Plan, PlanKind, UsageError
 from vitrine._usercode import UserCodeError, import_user_module, user_attribute
-from vitrine.errors import SuiteLoadError
+from vitrine.errors import InvalidArgumentError, NotFoundError, SuiteLoadError, WrongTypeError
 
 __all__ = [
     "ALIAS_FLAGS",
@@ -61,7 +61,7 @@ class LazyScenarios(Mapping[str, ScenarioInfo]):
         self, ids: Sequence[str], loader: Callable[[], Mapping[str, ScenarioInfo]]
     ) -> None:
         if len(set(ids)) != len(ids):
-            raise ValueError(f"scenario ids repeat: {list(ids)}")
+            raise InvalidArgumentError(f"scenario ids repeat: {list(ids)}")
         self._ids = tuple(ids)
         self._loader = loader
         self._loaded: Mapping[str, ScenarioInfo] | None = None
@@ -73,12 +73,12 @@ class LazyScenarios(Mapping[str, ScenarioInfo]):
                 loaded = dict(self._loader())
                 missing = [i for i in self._ids if i not in loaded]
                 if missing:
-                    raise LookupError(f"the scenario registry lacks declared scenarios {missing}")
+                    raise NotFoundError(f"the scenario registry lacks declared scenarios {missing}")
                 self._loaded = MappingProxyType({i: loaded[i] for i in self._ids})
             return self._loaded
 
     def __getitem__(self, key: str) -> ScenarioInfo:
-        if key not in self._ids:
+        if key not in self._ids:  # the Mapping protocol: get() and `in` rely on a KeyError
             raise KeyError(key)
         return self._details()[key]
 
@@ -119,31 +119,33 @@ class Suite:
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
-            raise ValueError("a suite needs a non-blank name")
+            raise InvalidArgumentError("a suite needs a non-blank name")
         if not self.plans:
-            raise ValueError(f"suite {self.name!r} has no plans: there would be nothing to run")
+            raise InvalidArgumentError(
+                f"suite {self.name!r} has no plans: there would be nothing to run"
+            )
         # A suite is shared module state; a read-only copy keeps one caller from editing the
         # plans another caller validated against.
         object.__setattr__(self, "plans", MappingProxyType(dict(self.plans)))
         for key, item in self.plans.items():
             if not isinstance(item, Plan):
-                raise TypeError(
+                raise WrongTypeError(
                     f"suite {self.name!r}: plans[{key!r}] is {type(item).__name__}, not a Plan"
                 )
             if item.name != key:
                 # The CLI selects by key and reports by name; they must be the same string.
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"suite {self.name!r}: plans[{key!r}] is named {item.name!r}; the key "
                     "must be the plan's name"
                 )
         if self.default_plan is not None:
             if self.default_plan not in self.plans:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"suite {self.name!r}: default plan {self.default_plan!r} is not one of "
                     f"its plans ({', '.join(self.plans)})"
                 )
             if self.plans[self.default_plan].kind is not PlanKind.OFFLINE:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"suite {self.name!r}: the default plan must be offline, because --all "
                     "must never start paid work"
                 )
@@ -151,7 +153,7 @@ class Suite:
         # Iterating keys does not load lazy scenario details.
         blank = [key for key in self.scenarios if not key or not key.strip() or key == "all"]
         if blank:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"suite {self.name!r}: scenario ids must be non-blank and not 'all' "
                 f"(which selects every scenario): {blank}"
             )
@@ -159,7 +161,7 @@ class Suite:
     def _check_modes_and_aliases(self) -> None:
         given: Any = self.modes  # a bare string would be read as a set of letters
         if isinstance(given, str):
-            raise TypeError(
+            raise WrongTypeError(
                 f"suite {self.name!r}: modes is a set of mode names, got the string "
                 f"{given!r}; write modes={{{given!r}}}"
             )
@@ -167,24 +169,24 @@ class Suite:
         object.__setattr__(self, "modes", modes)
         unknown = sorted(modes - set(SUITE_MODES))
         if unknown:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"suite {self.name!r}: unknown mode(s) {', '.join(unknown)}; the modes are "
                 f"{', '.join(SUITE_MODES)}"
             )
         if modes and self.default_plan is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"suite {self.name!r} declares modes ({', '.join(sorted(modes))}) but no "
                 "default plan to run them in"
             )
         object.__setattr__(self, "aliases", MappingProxyType(dict(self.aliases)))
         for flag, target in self.aliases.items():
             if flag not in ALIAS_FLAGS:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"suite {self.name!r}: {flag!r} is not an alias flag; the alias flags are "
                     f"{', '.join(ALIAS_FLAGS)}"
                 )
             if target not in self.plans:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"suite {self.name!r}: alias {flag} names plan {target!r}, which is not one "
                     f"of its plans ({', '.join(self.plans)})"
                 )

@@ -44,6 +44,7 @@ from vitrine._plans.base import PlanOutcome, PlanRequest
 from vitrine._progress import NodeStatus, SuiteNode, Timeline
 from vitrine._redact import describe_exception
 from vitrine.controls._runner import ControlResult
+from vitrine.errors import InvalidArgumentError
 from vitrine.reports._console import render_console, terminal_console
 from vitrine.reports._live import LiveProgress
 from vitrine.reports._model import (
@@ -95,7 +96,7 @@ class ScoredBenchmark:
 
     def __post_init__(self) -> None:
         if self.repetitions < 1:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"a scored benchmark needs at least one repetition, got {self.repetitions}"
             )
 
@@ -523,7 +524,7 @@ async def run_controls_only(
 ) -> SuiteReport:
     """Only what the controls capture (the scored runs and the evidence bundle), then them."""
     if pipeline.controls is None:
-        raise ValueError(f"suite {pipeline.suite} registers no controls")
+        raise InvalidArgumentError(f"suite {pipeline.suite} registers no controls")
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     runs, scored = await run_scored(pipeline.scored, store, sink)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from vitrine.errors import RunningLoopError
+
 __all__ = ["refuse_inside_event_loop"]
 
 
@@ -15,7 +17,7 @@ def refuse_inside_event_loop(name: str, async_name: str) -> None:
         return
     # asyncio.run cannot nest, and running the subjects on a second loop in another thread
     # would break any client they hold that belongs to this loop.
-    raise RuntimeError(
+    raise RunningLoopError(
         f"{name}() was called inside a running event loop (a notebook cell or an async "
         f"application): use `await vitrine.{async_name}(...)` there"
     )

@@ -162,17 +162,15 @@ __all__ = [
     "WrongTypeError",
 ]
 
-# The exit codes an error can carry by default, as vitrine.ExitCode's values: its module
-# imports this one, so it is only reached once an error is built (see _exit_code).
-_INVALID_ARGUMENTS = 2
-_INFRASTRUCTURE = 4
 
+def _exit_code(code: ExitCode | int | None, default: str) -> ExitCode:
+    """``code`` as a :class:`vitrine.ExitCode`, the member named ``default`` when it is None.
 
-def _exit_code(code: int) -> ExitCode:
-    """``code`` as a :class:`vitrine.ExitCode`, loaded when the first such error is built."""
+    ExitCode's module imports this one, so it is loaded when the first such error is built.
+    """
     from vitrine._vocabulary import ExitCode  # noqa: PLC0415 - never at import time
 
-    return ExitCode(code)
+    return ExitCode[default] if code is None else ExitCode(code)
 
 
 class VitrineError(Exception):
@@ -200,9 +198,9 @@ class SuiteLoadError(UsageError):
     but raises while it is imported is a broken installation (4).
     """
 
-    def __init__(self, message: str, exit_code: ExitCode | int = _INVALID_ARGUMENTS) -> None:
+    def __init__(self, message: str, exit_code: ExitCode | int | None = None) -> None:
         super().__init__(message)
-        self.exit_code = _exit_code(exit_code)
+        self.exit_code = _exit_code(exit_code, "INVALID_ARGUMENTS")
 
 
 class AdmissionError(InvalidArgumentError):
@@ -496,19 +494,25 @@ class CeilingReached(VitrineError):
 
 
 class CommandRefusal(VitrineError):
-    """A request a command will not run, with the exit code that says whose fault it is."""
+    """A request a command will not run, with the exit code that says whose fault it is.
 
-    def __init__(self, message: str, code: ExitCode | int = _INVALID_ARGUMENTS) -> None:
+    ``code`` is invalid arguments (2) unless another is given.
+    """
+
+    def __init__(self, message: str, code: ExitCode | int | None = None) -> None:
         super().__init__(message)
-        self.code = _exit_code(code)
+        self.code = _exit_code(code, "INVALID_ARGUMENTS")
 
 
 class UserCodeError(VitrineError):
-    """Named user code could not be imported, read or called; ``exit_code`` says whose fault."""
+    """Named user code could not be imported, read or called; ``exit_code`` says whose fault.
 
-    def __init__(self, message: str, exit_code: ExitCode | int = _INFRASTRUCTURE) -> None:
+    It is an infrastructure failure (4) unless another code is given.
+    """
+
+    def __init__(self, message: str, exit_code: ExitCode | int | None = None) -> None:
         super().__init__(message)
-        self.exit_code = _exit_code(exit_code)
+        self.exit_code = _exit_code(exit_code, "INFRASTRUCTURE")
 
 
 class SelectorCancelled(VitrineError):

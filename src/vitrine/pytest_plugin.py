@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from vitrine._vocabulary import Status, status_of_label
+from vitrine.errors import InvalidArgumentError
 from vitrine.subjects._chat_client import (
     ChatAdapter,
     ChatClient,
@@ -149,7 +150,9 @@ class Metrics:
         """Fail with every failed metric's message; else skip (or, with ``unmeasured="fail"``,
         fail) when a judged metric could not be measured; else return: the test passed."""
         if unmeasured not in UNMEASURED_CHOICES:
-            raise ValueError(f"unmeasured must be one of {UNMEASURED_CHOICES}, got {unmeasured!r}")
+            raise InvalidArgumentError(
+                f"unmeasured must be one of {UNMEASURED_CHOICES}, got {unmeasured!r}"
+            )
         if self.failures:
             raise AssertionError("\n".join(self.failures))
         if self.unmeasured:
@@ -174,7 +177,7 @@ class Metrics:
     def not_applicable(self, name: str, why: str) -> Metric:
         """Record that structural check ``name`` does not apply here, and why."""
         if not why.strip():
-            raise ValueError(f"metric {name!r}: say why it does not apply")
+            raise InvalidArgumentError(f"metric {name!r}: say why it does not apply")
         return self._record(Metric(name, "structural", None, 1.0, "not_applicable", _bound(why)))
 
     def regex(
@@ -204,12 +207,12 @@ class Metrics:
     ) -> Metric:
         """A G-Eval style metric: the judge scores ``output`` 0–1 against ``criteria``."""
         if not JUDGED_MIN_THRESHOLD <= threshold <= 1.0:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"a judged threshold must be between {JUDGED_MIN_THRESHOLD} and 1.0, got "
                 f"{threshold}: below that a judge's noise passes as agreement"
             )
         if not criteria or not evaluation_steps:
-            raise ValueError("a judged metric needs criteria and evaluation steps")
+            raise InvalidArgumentError("a judged metric needs criteria and evaluation steps")
         judge = self._judge_loader()
         if judge is None or isinstance(judge, str):
             reason = judge or "no judge configured (set VITRINE_JUDGE_PROVIDER)"

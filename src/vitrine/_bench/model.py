@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from vitrine._bench.response import SubjectResponse
 from vitrine._floors import ChanceFloor
 from vitrine._outcomes import Observation
-from vitrine.errors import AdmissionError, DefinitionError
+from vitrine.errors import AdmissionError, DefinitionError, WrongTypeError
 
 __all__ = [
     "AdmissionError",
@@ -87,7 +87,7 @@ class FunctionCheck:
         if inspect.isawaitable(result):
             result = await result
         if not isinstance(result, Observation):
-            raise TypeError(
+            raise WrongTypeError(
                 f"check {self.key!r} returned {type(result).__name__}, not an Observation"
             )
         return result
@@ -296,7 +296,7 @@ class Arm:
             if inspect.isawaitable(produced):  # a plain function that hands back a coroutine
                 produced = await produced
         if not isinstance(produced, SubjectResponse):
-            raise TypeError(
+            raise WrongTypeError(
                 f"arm {self.arm_id!r}: the subject returned {type(produced).__name__}, not a "
                 "SubjectResponse; wrap the answer as vitrine.SubjectResponse(answer=...)"
             )

@@ -14,6 +14,7 @@ from typing import Any
 from vitrine._bench.retry import FailedAttempt
 from vitrine._floors import ChanceFloor
 from vitrine._outcomes import Census, Observation, Verdict, run_verdict
+from vitrine.errors import UnknownKeyError
 
 __all__ = ["ROW_SEPARATOR", "CheckInfo", "RunResult", "ScenarioRow", "row_id"]
 
@@ -106,7 +107,7 @@ class RunResult:
         for info in self.checks:
             if info.key == key:
                 return info
-        raise KeyError(f"run {self.run_id} has no check {key!r}")
+        raise UnknownKeyError(f"run {self.run_id} has no check {key!r}")
 
     def observation(self, case_id: str, check_key: str) -> Observation | None:
         for row in self.rows:

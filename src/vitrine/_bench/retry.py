@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vitrine._redact import describe_exception
+from vitrine.errors import InvalidArgumentError
 
 __all__ = ["FailedAttempt", "RetryPolicy"]
 
@@ -56,30 +57,30 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
-            raise ValueError(f"retries must be a whole number, got {self.retries!r}")
+            raise InvalidArgumentError(f"retries must be a whole number, got {self.retries!r}")
         if self.retries < 0:
-            raise ValueError(f"retries must be 0 or more, got {self.retries}")
+            raise InvalidArgumentError(f"retries must be 0 or more, got {self.retries}")
         given: Any = self.retry_on  # a single class is accepted for convenience
         retry_on = (given,) if isinstance(given, type) else tuple(given)
         for kind in retry_on:
             if not (isinstance(kind, type) and issubclass(kind, Exception)):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"retry_on must name exception classes, got {kind!r}: only an exception "
                     "type says which failures are transient"
                 )
         object.__setattr__(self, "retry_on", retry_on)
         if self.retries and not retry_on:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"retries={self.retries} with an empty retry_on retries nothing: name the "
                 "transient exception types"
             )
         if not (0 <= self.backoff_s <= self.max_backoff_s):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"backoff must satisfy 0 <= backoff_s <= max_backoff_s, got "
                 f"{self.backoff_s} and {self.max_backoff_s}"
             )
         if not 0 <= self.jitter <= 1:
-            raise ValueError(f"jitter is a fraction between 0 and 1, got {self.jitter}")
+            raise InvalidArgumentError(f"jitter is a fraction between 0 and 1, got {self.jitter}")
 
     @property
     def attempts(self) -> int:

@@ -36,6 +36,7 @@ from vitrine._bench.retry import NO_RETRY, RetryPolicy
 from vitrine._bench.trial import TrialOutcome, TrialRunner, elapsed_ms, not_measured_rows
 from vitrine._outcomes import run_verdict
 from vitrine._redact import describe_exception
+from vitrine.errors import InvalidArgumentError
 from vitrine.store._errors import ResumeMismatchError, RunStoreError
 from vitrine.store._layout import RunPaths
 from vitrine.store._naming import new_run_id
@@ -60,11 +61,13 @@ class _Options:
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+            raise InvalidArgumentError(f"concurrency must be at least 1, got {self.concurrency}")
         for name in ("trial_timeout_s", "check_timeout_s"):
             value = getattr(self, name)
             if not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value}")
+                raise InvalidArgumentError(
+                    f"{name} must be a positive number of seconds, got {value}"
+                )
 
 
 async def run_benchmark(
@@ -94,7 +97,7 @@ async def run_benchmark(
     run, their results are recorded here, by the one writer of the run.
     """
     if repetition < 1:
-        raise ValueError(f"repetition counts from 1, got {repetition}")
+        raise InvalidArgumentError(f"repetition counts from 1, got {repetition}")
     options = _Options(concurrency, trial_timeout_s, check_timeout_s, retry or NO_RETRY)
     trials, chosen = _prepared_trials(definition, arm, options, executor)
     if store is None:
@@ -367,6 +370,8 @@ class _Session:
             for case in self.definition.cases:
                 if case.id not in self.finished:
                     if unfinished_reason is None:
+                        # A bug in the runner, never a user's input: every path that stops
+                        # early passes the reason its unfinished trials are recorded with.
                         raise RuntimeError(f"case {case.id!r} never ran")
                     self._record(self._unfinished(case, unfinished_reason))
             result = self._result()

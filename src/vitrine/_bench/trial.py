@@ -22,6 +22,7 @@ from vitrine._bench.results import ScenarioRow
 from vitrine._bench.retry import NO_RETRY, FailedAttempt, RetryPolicy
 from vitrine._outcomes import Observation
 from vitrine._redact import describe_exception
+from vitrine.errors import WrongTypeError
 
 __all__ = ["TrialOutcome", "TrialRunner", "elapsed_ms", "not_measured_rows"]
 
@@ -96,7 +97,7 @@ class TrialRunner:
             rows = not_measured_rows(case, self.checks, reason)
         else:
             rows = tuple([await self._evaluate(c, case, response) for c in self.checks])
-        if len(rows) != len(self.checks):
+        if len(rows) != len(self.checks):  # a runner bug: each check above yields one row
             raise RuntimeError(
                 f"case {case.id!r} produced {len(rows)} rows for {len(self.checks)} checks"
             )
@@ -136,7 +137,7 @@ class TrialRunner:
             async with asyncio.timeout(self.check_timeout_s) as scope:
                 observation = await admitted.check.evaluate(case, response)
             if not isinstance(observation, Observation):
-                raise TypeError(
+                raise WrongTypeError(
                     f"the check returned {type(observation).__name__}, not an Observation"
                 )
         except TimeoutError as exc:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vitrine.errors import InvalidArgumentError
+
 __all__ = ["LAYERS", "CiSettings", "render_workflows"]
 
 LAYERS = ("offline", "behaviour", "redteam", "rag")
@@ -43,12 +45,16 @@ class CiSettings:
     def __post_init__(self) -> None:
         unknown = [layer for layer in self.layers if layer not in LAYERS]
         if unknown:
-            raise ValueError(f"unknown layer(s) {unknown}: choose from {', '.join(LAYERS)}")
+            raise InvalidArgumentError(
+                f"unknown layer(s) {unknown}: choose from {', '.join(LAYERS)}"
+            )
         if "{extras}" not in self.install:
-            raise ValueError("the install command needs an {extras} placeholder")
+            raise InvalidArgumentError("the install command needs an {extras} placeholder")
         for name, value in (("suite", self.suite), ("install", self.install)):
             if not value.strip() or any(c in value for c in "\n\r`$"):
-                raise ValueError(f"{name} must be one plain line without backticks or $: {value!r}")
+                raise InvalidArgumentError(
+                    f"{name} must be one plain line without backticks or $: {value!r}"
+                )
 
 
 # vitrine's own extras per layer; the suite's package brings what the suite needs.

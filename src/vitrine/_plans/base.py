@@ -17,7 +17,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from vitrine._budget import Price, SpendCeiling
 from vitrine._outcomes import ExitCode
-from vitrine.errors import PlanUnavailableError, UsageError
+from vitrine.errors import InvalidArgumentError, PlanUnavailableError, UsageError
 from vitrine.store._naming import resolve_root
 
 __all__ = [
@@ -67,7 +67,7 @@ class RepetitionRule:
 
     def __post_init__(self) -> None:
         if not 1 <= self.minimum <= self.default <= self.maximum:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "a repetition rule needs 1 <= minimum <= default <= maximum, got "
                 f"minimum={self.minimum}, default={self.default}, maximum={self.maximum}"
             )
@@ -244,15 +244,17 @@ class FunctionPlan:
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip() or self.name != self.name.strip():
-            raise ValueError(f"a plan name must be non-blank without outer spaces: {self.name!r}")
+            raise InvalidArgumentError(
+                f"a plan name must be non-blank without outer spaces: {self.name!r}"
+            )
         if self.fn is None and not self.unavailable_reason:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"plan {self.name!r} has no implementation and no unavailable_reason: an "
                 "unavailable plan must say why, so the refusal can tell the operator"
             )
         if self.fn is not None and not inspect.iscoroutinefunction(self.fn):
             # Checked here, not at run time, so a suite with a sync plan fails when it loads.
-            raise ValueError(f"plan {self.name!r}: fn must be an async function")
+            raise InvalidArgumentError(f"plan {self.name!r}: fn must be an async function")
 
     @property
     def available(self) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from vitrine._plans.base import PlanRequest, UsageError
+from vitrine.errors import InvalidArgumentError
 
 __all__ = ["PowerStatement", "WorkloadPreview", "require_paid_confirmation"]
 
@@ -55,15 +56,15 @@ class WorkloadPreview:
         power: PowerStatement | None = None,
     ) -> None:
         if not scenarios or not arms:
-            raise ValueError("a workload needs at least one scenario and one arm")
+            raise InvalidArgumentError("a workload needs at least one scenario and one arm")
         if repetitions < 1:
-            raise ValueError(f"repetitions count from 1, got {repetitions}")
+            raise InvalidArgumentError(f"repetitions count from 1, got {repetitions}")
         for name, value in (
             ("subject_max_output_tokens", subject_max_output_tokens),
             ("judge_max_output_tokens", judge_max_output_tokens),
         ):
             if value < 1:
-                raise ValueError(f"{name} must be at least 1, got {value}")
+                raise InvalidArgumentError(f"{name} must be at least 1, got {value}")
         object.__setattr__(self, "plan", plan)
         object.__setattr__(self, "scenarios", tuple(scenarios))
         object.__setattr__(self, "arms", tuple(arms))

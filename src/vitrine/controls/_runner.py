@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 from vitrine._outcomes import Observation, Status, as_observation, status_of_label
 from vitrine._redact import describe_exception, sanitize_text
 from vitrine.controls._model import ControlSpec, ManifestError
+from vitrine.errors import InvalidArgumentError
 
 __all__ = [
     "Control",
@@ -194,7 +195,7 @@ async def run_controls(
 ) -> tuple[ControlResult, ...]:
     """Run controls concurrently (bounded); results come back in registration order."""
     if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        raise InvalidArgumentError(f"concurrency must be at least 1, got {concurrency}")
     gate = asyncio.Semaphore(concurrency)
 
     async def one(control: Control[Any]) -> ControlResult:

@@ -29,6 +29,7 @@ from typing import Any
 
 from vitrine._redact import sanitize_text
 from vitrine._stats import wilson_interval
+from vitrine.errors import InvalidArgumentError
 from vitrine.judge._base import Criterion, Judge, JudgeResult
 
 __all__ = [
@@ -68,7 +69,7 @@ class CalibrationExample:
     def __post_init__(self) -> None:
         ids = [c.id for c in self.criteria]
         if not ids or set(ids) != set(self.labels):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"calibration example {self.case}/{self.label} must label exactly its criteria"
             )
 
@@ -84,9 +85,9 @@ class AdmissionPolicy:
 
     def __post_init__(self) -> None:
         if not 0.0 < self.min_agreement <= 1.0 or not 0.0 <= self.chance < 1.0:
-            raise ValueError("need 0 < min_agreement <= 1 and 0 <= chance < 1")
+            raise InvalidArgumentError("need 0 < min_agreement <= 1 and 0 <= chance < 1")
         if self.max_hard_confusions < 0:
-            raise ValueError("max_hard_confusions cannot be negative")
+            raise InvalidArgumentError("max_hard_confusions cannot be negative")
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +279,7 @@ class RefusedJudge:
 
     def __init__(self, admission: JudgeAdmission) -> None:
         if admission.admitted:
-            raise ValueError("an admitted judge needs no stand-in")
+            raise InvalidArgumentError("an admitted judge needs no stand-in")
         self._admission = admission
 
     @property

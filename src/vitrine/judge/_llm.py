@@ -23,7 +23,7 @@ from vitrine import tracing
 from vitrine._bench.response import TokenUsage
 from vitrine._budget import BudgetReached
 from vitrine._redact import sanitize_text
-from vitrine.errors import JudgeOutputError
+from vitrine.errors import InvalidArgumentError, JudgeOutputError
 from vitrine.judge._base import EXPLANATION_LIMIT, Criterion, CriterionVerdict, JudgeResult
 from vitrine.providers._base import (
     ChatMessage,
@@ -174,7 +174,9 @@ class LLMJudge:
         self, model: ChatModel, *, max_output_tokens: int = DEFAULT_JUDGE_MAX_OUTPUT_TOKENS
     ) -> None:
         if max_output_tokens < 1:
-            raise ValueError(f"max_output_tokens must be at least 1, got {max_output_tokens}")
+            raise InvalidArgumentError(
+                f"max_output_tokens must be at least 1, got {max_output_tokens}"
+            )
         self._model = model
         self.max_output_tokens = max_output_tokens
         self.calls = 0

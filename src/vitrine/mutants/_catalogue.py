@@ -9,7 +9,7 @@ from typing import TypeVar
 from vitrine._plans.base import PlanKind, UsageError
 from vitrine._redact import describe_exception
 from vitrine._suite import Suite
-from vitrine.errors import CatalogueImportError
+from vitrine.errors import CatalogueImportError, UnknownKeyError
 from vitrine.mutants._model import Mutant, MutantCatalogue
 from vitrine.mutants._operators import generate_mutants
 from vitrine.mutants._seams import Seams
@@ -89,7 +89,7 @@ class SuiteMutants:
         for mutant in self.mutants:
             if mutant.id == mutant_id:
                 return mutant
-        raise KeyError(f"no mutant {mutant_id!r} in this suite")
+        raise UnknownKeyError(f"no mutant {mutant_id!r} in this suite")
 
 
 def suite_mutants(suite: Suite, *, generate: bool = False) -> SuiteMutants:

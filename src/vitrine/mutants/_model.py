@@ -20,6 +20,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from vitrine.errors import InvalidArgumentError, UnknownKeyError, WrongTypeError
+
 if TYPE_CHECKING:
     from vitrine.mutants._seams import SeamTarget
 
@@ -60,16 +62,16 @@ class Mutant:
 
     def __post_init__(self) -> None:
         if not _ID.match(self.id):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"mutant id {self.id!r} must be 1-64 letters, digits, '.', '_' or '-', "
                 "starting with a letter or digit (it names a store folder)"
             )
         if not self.component.strip():
-            raise ValueError(f"mutant {self.id}: name the component the defect lives in")
+            raise InvalidArgumentError(f"mutant {self.id}: name the component the defect lives in")
         if not self.description.strip():
-            raise ValueError(f"mutant {self.id}: describe the defect in one sentence")
+            raise InvalidArgumentError(f"mutant {self.id}: describe the defect in one sentence")
         if not callable(self.plant):
-            raise TypeError(
+            raise WrongTypeError(
                 f"mutant {self.id}: plant must be a callable returning a context manager"
             )
         object.__setattr__(self, "expected_killers", tuple(self.expected_killers))
@@ -93,17 +95,19 @@ class MutantCatalogue:
     def __post_init__(self) -> None:
         mutants = tuple(self.mutants)
         if not mutants:
-            raise ValueError("a mutant catalogue needs at least one mutant")
+            raise InvalidArgumentError("a mutant catalogue needs at least one mutant")
         if not 0.0 <= self.minimum_score <= 1.0:
-            raise ValueError(f"minimum_score must lie in [0, 1], got {self.minimum_score}")
+            raise InvalidArgumentError(
+                f"minimum_score must lie in [0, 1], got {self.minimum_score}"
+            )
         by_id: dict[str, Mutant] = {}
         for mutant in mutants:
             if not isinstance(mutant, Mutant):
-                raise TypeError(
+                raise WrongTypeError(
                     f"mutant catalogue entries must be Mutant, got {type(mutant).__name__}"
                 )
             if mutant.id in by_id:
-                raise ValueError(f"mutant id {mutant.id!r} is declared twice")
+                raise InvalidArgumentError(f"mutant id {mutant.id!r} is declared twice")
             by_id[mutant.id] = mutant
         object.__setattr__(self, "mutants", mutants)
         object.__setattr__(self, "_by_id", by_id)
@@ -118,6 +122,6 @@ class MutantCatalogue:
         try:
             return self._by_id[mutant_id]
         except KeyError:
-            raise KeyError(
+            raise UnknownKeyError(
                 f"no mutant {mutant_id!r}; the catalogue has {', '.join(self._by_id)}"
             ) from None

@@ -18,6 +18,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from vitrine.errors import InvalidArgumentError
 from vitrine.mutants._model import Mutant, MutantPlanter
 from vitrine.mutants._seams import (
     Plant,
@@ -61,7 +62,9 @@ def generate_mutants(seams: Seams) -> tuple[Mutant, ...]:
     for mutant in mutants:
         if mutant.id in seen:
             # Two names that differ only in characters an id cannot hold (a store folder).
-            raise ValueError(f"two seams generate the mutant id {mutant.id!r}: rename one")
+            raise InvalidArgumentError(
+                f"two seams generate the mutant id {mutant.id!r}: rename one"
+            )
         seen.add(mutant.id)
     return tuple(mutants)
 

@@ -30,6 +30,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from vitrine.errors import InvalidArgumentError, WrongTypeError
 from vitrine.providers._base import ChatModel
 
 __all__ = [
@@ -102,10 +103,10 @@ class Tool:
 
     def __post_init__(self) -> None:
         if not self.name.strip():
-            raise ValueError("a declared tool needs a name")
+            raise InvalidArgumentError("a declared tool needs a name")
         object.__setattr__(self, "optional", tuple(self.optional))
         if len(set(self.optional)) != len(self.optional):
-            raise ValueError(f"tool {self.name}: an optional argument is listed twice")
+            raise InvalidArgumentError(f"tool {self.name}: an optional argument is listed twice")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,15 +124,15 @@ class Threshold:
 
     def __post_init__(self) -> None:
         if not self.name.strip():
-            raise ValueError("a declared threshold needs a name")
+            raise InvalidArgumentError("a declared threshold needs a name")
         if isinstance(self.value, bool) or not isinstance(self.value, int | float):
-            raise TypeError(f"threshold {self.name}: its value must be a number")
+            raise WrongTypeError(f"threshold {self.name}: its value must be a number")
         if not math.isfinite(self.value):
-            raise ValueError(f"threshold {self.name}: its value must be finite")
+            raise InvalidArgumentError(f"threshold {self.name}: its value must be finite")
         if self.step is not None and not (math.isfinite(self.step) and self.step > 0):
-            raise ValueError(f"threshold {self.name}: step must be a positive number")
+            raise InvalidArgumentError(f"threshold {self.name}: step must be a positive number")
         if not callable(self.plant):
-            raise TypeError(f"threshold {self.name}: plant must be callable")
+            raise WrongTypeError(f"threshold {self.name}: plant must be callable")
 
     @property
     def delta(self) -> int | float:
@@ -181,10 +182,10 @@ class Seams:
         _unique([t.name for t in tools], "tool")
         _unique([t.name for t in thresholds], "threshold")
         if any(not rule.strip() for rule in rules):
-            raise ValueError("a declared prompt rule is blank")
+            raise InvalidArgumentError("a declared prompt rule is blank")
         for name, planter in (("model", self.model), ("conversation", self.conversation)):
             if planter is not None and not callable(planter):
-                raise TypeError(f"seams: {name} must be callable")
+                raise WrongTypeError(f"seams: {name} must be callable")
         kinds: list[SeamKind] = []
         if self.model is not None:
             kinds.append("model")
@@ -197,7 +198,7 @@ class Seams:
         if thresholds:
             kinds.append("threshold")
         if not kinds:
-            raise ValueError("seams declare nothing to plant at: name at least one seam")
+            raise InvalidArgumentError("seams declare nothing to plant at: name at least one seam")
         object.__setattr__(self, "tools", tools)
         object.__setattr__(self, "rules", rules)
         object.__setattr__(self, "thresholds", thresholds)
@@ -211,16 +212,18 @@ class Seams:
 
 def _require(items: tuple[object, ...], planter: object, plural: str, name: str) -> None:
     if items and planter is None:
-        raise ValueError(f"seams declare {plural} but no {name}= planter to plant at them")
+        raise InvalidArgumentError(
+            f"seams declare {plural} but no {name}= planter to plant at them"
+        )
     if planter is not None and not callable(planter):
-        raise TypeError(f"seams: {name} must be callable")
+        raise WrongTypeError(f"seams: {name} must be callable")
     if planter is not None and not items:
-        raise ValueError(f"seams give a {name}= planter but declare no {plural}")
+        raise InvalidArgumentError(f"seams give a {name}= planter but declare no {plural}")
 
 
 def _unique(names: list[str], what: str) -> None:
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise ValueError(f"{what} {name!r} is declared twice")
+            raise InvalidArgumentError(f"{what} {name!r} is declared twice")
         seen.add(name)

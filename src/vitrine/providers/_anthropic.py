@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from vitrine._bench.response import TokenUsage
 from vitrine._redact import register_secret
+from vitrine.errors import InvalidArgumentError
 from vitrine.providers._base import (
     ChatCompletion,
     ChatMessage,
@@ -73,11 +74,13 @@ class AnthropicModel:
         on_attempt: AttemptSink | None = None,
     ) -> None:
         if not model:
-            raise ValueError("an Anthropic model needs a model name")
+            raise InvalidArgumentError("an Anthropic model needs a model name")
         if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+            raise InvalidArgumentError(f"timeout_s must be positive, got {timeout_s}")
         if max_output_tokens is not None and max_output_tokens < 1:
-            raise ValueError(f"max_output_tokens must be at least 1, got {max_output_tokens}")
+            raise InvalidArgumentError(
+                f"max_output_tokens must be at least 1, got {max_output_tokens}"
+            )
         register_secret(api_key)
         for endpoint in (base_url, *hosts(base_url)):
             register_secret(endpoint, endpoint=True)

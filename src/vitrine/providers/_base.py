@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from vitrine._bench.response import TokenUsage
 from vitrine._redact import redact_credentials
-from vitrine.errors import ProviderError
+from vitrine.errors import InvalidDataError, ProviderError
 
 __all__ = [
     "ChatCompletion",
@@ -55,11 +55,11 @@ class ToolCallRequest:
         try:
             value = json.loads(self.arguments or "{}")
         except json.JSONDecodeError as exc:
-            raise ValueError(
+            raise InvalidDataError(
                 f"tool {self.name!r}: arguments are not valid JSON ({exc.msg})"
             ) from exc
         if not isinstance(value, dict):
-            raise ValueError(f"tool {self.name!r}: arguments must be a JSON object")
+            raise InvalidDataError(f"tool {self.name!r}: arguments must be a JSON object")
         return value
 
     def to_openai(self) -> dict[str, Any]:

@@ -60,7 +60,7 @@ from urllib.parse import urlsplit
 
 from vitrine._plans.base import PROVIDERS, ProviderName
 from vitrine._redact import register_secret
-from vitrine.errors import ProviderNotReadyError, UsageError
+from vitrine.errors import InvalidArgumentError, ProviderNotReadyError, UsageError
 from vitrine.providers._base import ChatModel, Provenance
 from vitrine.providers._openai_compat import (
     STRUCTURED_OUTPUT_MODES,
@@ -134,7 +134,9 @@ class ProviderConfig:
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:
-            raise ValueError(f"unknown provider {self.provider!r}: use one of {PROVIDERS}")
+            raise InvalidArgumentError(
+                f"unknown provider {self.provider!r}: use one of {PROVIDERS}"
+            )
         register_secret(self.api_key)
         if self.base_url:
             register_secret(self.base_url, endpoint=True)
@@ -213,7 +215,7 @@ class ProviderConfig:
                 **common,
             )
         if provider != "openai":
-            raise ValueError(f"unknown provider {provider!r}: use one of {PROVIDERS}")
+            raise InvalidArgumentError(f"unknown provider {provider!r}: use one of {PROVIDERS}")
         base_url = env.url("OPENAI_BASE_URL")
         provenance = Provenance.PAID
         if cost == "free":

@@ -36,6 +36,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from vitrine.errors import InvalidArgumentError
 from vitrine.providers._base import ProviderError, ProviderFailure
 from vitrine.providers._retry import RetryAfterError
 
@@ -96,9 +97,9 @@ class PooledJsonClient:
         max_connections: int = 1000,
     ) -> None:
         if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+            raise InvalidArgumentError(f"timeout_s must be positive, got {timeout_s}")
         if max_connections < 1:
-            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+            raise InvalidArgumentError(f"max_connections must be at least 1, got {max_connections}")
         self._url = url
         self._proxy = environment_proxy(url)
         self._headers = dict(headers)

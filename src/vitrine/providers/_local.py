@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine._bench.response import TokenUsage
+from vitrine.errors import InvalidArgumentError
 from vitrine.providers._base import (
     ChatCompletion,
     ChatMessage,
@@ -270,9 +271,11 @@ class LocalGGUFModel:
         max_output_tokens: int | None = None,
     ) -> None:
         if n_ctx < 64:
-            raise ValueError(f"n_ctx must be at least 64 tokens, got {n_ctx}")
+            raise InvalidArgumentError(f"n_ctx must be at least 64 tokens, got {n_ctx}")
         if max_output_tokens is not None and max_output_tokens < 1:
-            raise ValueError(f"max_output_tokens must be at least 1, got {max_output_tokens}")
+            raise InvalidArgumentError(
+                f"max_output_tokens must be at least 1, got {max_output_tokens}"
+            )
         self._packaged = packaged_model(path)
         self._path = Path(path) if path is not None and self._packaged is None else None
         self._n_ctx = n_ctx

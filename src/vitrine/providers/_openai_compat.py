@@ -50,6 +50,7 @@ from urllib.parse import quote, urlsplit
 
 from vitrine._bench.response import TokenUsage
 from vitrine._redact import register_secret, sanitize_text
+from vitrine.errors import InvalidArgumentError
 from vitrine.providers._base import (
     ChatCompletion,
     ChatRequest,
@@ -128,17 +129,25 @@ class OpenAICompatibleModel:
         max_connections: int = 1000,
     ) -> None:
         if not model:
-            raise ValueError("an OpenAI-compatible model needs a model or deployment name")
+            raise InvalidArgumentError(
+                "an OpenAI-compatible model needs a model or deployment name"
+            )
         if azure_endpoint is not None and base_url is not None:
-            raise ValueError("give either base_url (OpenAI-compatible) or azure_endpoint (Azure)")
+            raise InvalidArgumentError(
+                "give either base_url (OpenAI-compatible) or azure_endpoint (Azure)"
+            )
         if azure_endpoint is not None and not api_version:
-            raise ValueError("an Azure OpenAI endpoint needs an api_version, e.g. 2024-10-21")
+            raise InvalidArgumentError(
+                "an Azure OpenAI endpoint needs an api_version, e.g. 2024-10-21"
+            )
         if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+            raise InvalidArgumentError(f"timeout_s must be positive, got {timeout_s}")
         if max_output_tokens is not None and max_output_tokens < 1:
-            raise ValueError(f"max_output_tokens must be at least 1, got {max_output_tokens}")
+            raise InvalidArgumentError(
+                f"max_output_tokens must be at least 1, got {max_output_tokens}"
+            )
         if structured_output not in STRUCTURED_OUTPUT_MODES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"structured_output must be one of {STRUCTURED_OUTPUT_MODES}, "
                 f"got {structured_output!r}"
             )
@@ -147,7 +156,7 @@ class OpenAICompatibleModel:
             register_secret(endpoint, endpoint=True)
         for name, endpoint in (("base_url", base_url), ("azure_endpoint", azure_endpoint)):
             if endpoint and "@" in urlsplit(endpoint).netloc:
-                raise ValueError(credentialed_url_problem(name))
+                raise InvalidArgumentError(credentialed_url_problem(name))
         self._model = model
         self._azure = azure_endpoint is not None
         self._provenance = provenance

@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from vitrine import tracing
 from vitrine._bench.response import AttemptOutcome, StageAttemptCensus
-from vitrine.errors import RetryAfterError
+from vitrine.errors import InvalidArgumentError, RetryAfterError
 from vitrine.providers._base import ChatCompletion, ProviderError, ProviderFailure
 
 __all__ = [
@@ -63,18 +63,18 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
-            raise ValueError(f"max_retries cannot be negative, got {self.max_retries}")
+            raise InvalidArgumentError(f"max_retries cannot be negative, got {self.max_retries}")
         if self.base_delay_s < 0 or self.max_delay_s < self.base_delay_s:
-            raise ValueError("need 0 <= base_delay_s <= max_delay_s")
+            raise InvalidArgumentError("need 0 <= base_delay_s <= max_delay_s")
         if not 0.0 <= self.jitter <= 1.0:
-            raise ValueError(f"jitter is a fraction in [0, 1], got {self.jitter}")
+            raise InvalidArgumentError(f"jitter is a fraction in [0, 1], got {self.jitter}")
 
     def delay_s(
         self, retry: int, rng: random.Random | None = None, *, retry_after_s: float | None = None
     ) -> float:
         """The wait before retry number ``retry`` (counted from 1)."""
         if retry < 1:
-            raise ValueError(f"retries are counted from 1, got {retry}")
+            raise InvalidArgumentError(f"retries are counted from 1, got {retry}")
         ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (retry - 1))
         draw = (rng or random).random()
         delay = ceiling * (1.0 - self.jitter * draw)

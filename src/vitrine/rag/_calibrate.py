@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vitrine.errors import InvalidArgumentError
 from vitrine.rag._alignment import align, knowledge_entities
 from vitrine.rag._chunking import KnowledgeBase, split_sentences
 from vitrine.rag._dataset import THRESHOLDS_SCHEMA_VERSION, DatasetItem, declared_split
@@ -105,7 +106,7 @@ def _q(values: np.ndarray[Any, Any], q: float) -> float:
 
 def gap_threshold(name: str, matched: Sequence[float], mismatched: Sequence[float]) -> Gap:
     if not matched or not mismatched:
-        raise ValueError(f"{name}: calibration needs both distributions to be non-empty")
+        raise InvalidArgumentError(f"{name}: calibration needs both distributions to be non-empty")
     m, x = np.asarray(matched, dtype=float), np.asarray(mismatched, dtype=float)
     low_matched, high_mismatched = _q(m, 0.05), _q(x, 0.95)
     if high_mismatched < low_matched:
@@ -370,7 +371,7 @@ def calibrate(
     document (not yet written)."""
     answerable = [i for i in items if i.has_relevant_chunk]
     if len(answerable) < 8:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"calibration needs at least 8 answerable items to split and pair them, got "
             f"{len(answerable)}"
         )

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vitrine.errors import InvalidArgumentError, InvalidDataError
+
 __all__ = [
     "DEFAULT_MAX_CHARS",
     "DEFAULT_OVERLAP_CHARS",
@@ -115,7 +117,7 @@ def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
                 if sep:
                     fields[key.strip().casefold()] = value.strip().strip("\"'")
             return fields, lines[end + 1 :]
-    raise ValueError("front matter opened with '---' is never closed")
+    raise InvalidDataError("front matter opened with '---' is never closed")
 
 
 def _pack(paragraphs: Sequence[str], max_chars: int, overlap_chars: int) -> list[str]:
@@ -161,7 +163,7 @@ def chunk_page(
 ) -> list[Chunk]:
     """Chunks of one page: one or more per section, sections delimited by headings."""
     if overlap_chars >= max_chars:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"overlap ({overlap_chars}) must be smaller than the chunk size ({max_chars}), "
             "or packing could never advance"
         )
@@ -194,7 +196,9 @@ def chunk_page(
         stack.append((level, heading))
     close_section()
     if not title:
-        raise ValueError(f"{source}: a page needs a title (front matter 'title:' or a '# ' line)")
+        raise InvalidDataError(
+            f"{source}: a page needs a title (front matter 'title:' or a '# ' line)"
+        )
 
     chunks: list[Chunk] = []
     seen: set[str] = set()
@@ -205,7 +209,7 @@ def chunk_page(
             if chunk_id in seen:
                 # Two sections with the same heading path would share ids and silently merge
                 # in the store; refuse so the page gets distinct headings.
-                raise ValueError(f"{source}: duplicate section {' > '.join(path)!r}")
+                raise InvalidDataError(f"{source}: duplicate section {' > '.join(path)!r}")
             seen.add(chunk_id)
             chunks.append(Chunk(chunk_id, source, title, path, ordinal, piece))
     return chunks
@@ -231,5 +235,7 @@ def load_knowledge_base(
         text = path.read_text(encoding="utf-8")
         chunks.extend(chunk_page(source, text, max_chars=max_chars, overlap_chars=overlap_chars))
     if not chunks:
-        raise ValueError(f"the knowledge base at {root.name!r} has no Markdown pages with text")
+        raise InvalidDataError(
+            f"the knowledge base at {root.name!r} has no Markdown pages with text"
+        )
     return KnowledgeBase(root, tuple(pages), tuple(chunks))

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from vitrine._outcomes import Census, Observation
 from vitrine._redact import describe_exception
+from vitrine.errors import InvalidArgumentError, InvalidDataError
 from vitrine.providers._base import ChatMessage, ChatModel, ChatRequest, ResponseFormat
 from vitrine.rag._alignment import (
     align,
@@ -143,7 +144,9 @@ def context_precision(relevance: Sequence[bool]) -> float:
 def context_recall_ids(retrieved: Sequence[str], relevant: Collection[str]) -> float:
     """Share of the relevant chunk ids found among the retrieved ones."""
     if not relevant:
-        raise ValueError("recall is undefined without relevant chunks: the metric does not apply")
+        raise InvalidArgumentError(
+            "recall is undefined without relevant chunks: the metric does not apply"
+        )
     found = set(retrieved)
     return sum(1 for chunk_id in relevant if chunk_id in found) / len(relevant)
 
@@ -271,7 +274,9 @@ def answer_relevancy_from_vectors(
     pasted in) is not a relevant answer, however relevant its first sentence.
     """
     if len(others) == 0:
-        raise ValueError("relevancy needs at least one answer sentence or generated question")
+        raise InvalidArgumentError(
+            "relevancy needs at least one answer sentence or generated question"
+        )
     cosines = others @ question
     value = float(np.mean(np.clip(cosines, 0.0, 1.0)))
     if on_topic is None:
@@ -711,7 +716,7 @@ class LlmScorer:
         )
         data = json.loads(completion.content or "")
         if not isinstance(data, dict):
-            raise ValueError("the judge did not return a JSON object")
+            raise InvalidDataError("the judge did not return a JSON object")
         return data
 
     async def _guarded(self, metric: Metric, compute: Any, item: ScoringInput) -> Observation:
@@ -782,7 +787,7 @@ class LlmScorer:
         stated = [bool(c["in_reference"]) for c in data["answer_claims"]]
         covered = [bool(c["in_answer"]) for c in data["reference_claims"]]
         if not covered:
-            raise ValueError("the judge found no claims in the reference answer")
+            raise InvalidDataError("the judge found no claims in the reference answer")
         # RAGAS's factual F1: true positives are answer claims the reference states, false
         # positives the other answer claims, false negatives the reference claims left out.
         tp, fp, fn = sum(stated), len(stated) - sum(stated), len(covered) - sum(covered)
@@ -804,7 +809,7 @@ class LlmScorer:
         )
         generated = [str(q) for q in data["questions"] if str(q).strip()]
         if not generated:
-            raise ValueError("the judge generated no questions")
+            raise InvalidDataError("the judge generated no questions")
         vectors = self._embedder.embed([item.question, *generated])
         return _measured(
             Metric.ANSWER_RELEVANCY,
@@ -826,7 +831,7 @@ class LlmScorer:
         verdict = {str(v["id"]): bool(v["useful"]) for v in data["verdicts"]}
         missing = [c.id for c in item.retrieved if c.id not in verdict]
         if missing:
-            raise ValueError(f"the judge gave no verdict for {len(missing)} retrieved chunks")
+            raise InvalidDataError(f"the judge gave no verdict for {len(missing)} retrieved chunks")
         relevance = [verdict[c.id] for c in item.retrieved]
         return _measured(
             Metric.CONTEXT_PRECISION,
@@ -846,7 +851,7 @@ class LlmScorer:
         )
         verdicts = [bool(c["supported"]) for c in data["claims"]]
         if not verdicts:
-            raise ValueError("the judge found no claims in the reference answer")
+            raise InvalidDataError("the judge found no claims in the reference answer")
         return _measured(
             Metric.CONTEXT_RECALL,
             sum(verdicts) / len(verdicts),
@@ -912,7 +917,7 @@ def bootstrap_interval(
     """Percentile bootstrap interval of the mean over items, with a fixed seed."""
     data = np.asarray(values, dtype=np.float64)
     if data.size == 0:
-        raise ValueError("an interval needs at least one measured value")
+        raise InvalidArgumentError("an interval needs at least one measured value")
     rng = np.random.default_rng(seed)
     means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
     tail = (1.0 - confidence) / 2.0
@@ -926,7 +931,7 @@ def aggregate(
     measured = [o for o in observations if o.is_measured]
     methods = {o.label for o in observations}
     if len(methods) > 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{metric.value} was computed by several methods ({sorted(methods)}); "
             "forms must not be mixed in one aggregate"
         )

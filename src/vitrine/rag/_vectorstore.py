@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vitrine._redact import describe_exception
-from vitrine.errors import VectorStoreError
+from vitrine.errors import InvalidArgumentError, VectorStoreError
 from vitrine.rag._chunking import Chunk
 from vitrine.rag._database import DatabaseUnavailable
 
@@ -214,7 +214,7 @@ class VectorStore:
     def _query(self, table: str, top_k: int, *, exact: bool) -> str:
         name = _checked(table)
         if top_k < 1:
-            raise ValueError(f"top_k must be at least 1, got {top_k}")
+            raise InvalidArgumentError(f"top_k must be at least 1, got {top_k}")
         # The HNSW index serves only ``ORDER BY embedding <=> $1 LIMIT k``: any second sort key
         # (an id tie-break) forces a sequential scan, so the approximate query has none. The
         # exact query keeps the tie-break and runs with index scans disabled.
@@ -311,7 +311,7 @@ def _checked(table: str) -> str:
     # Table names are interpolated into SQL (identifiers cannot be parameters), so only plain
     # lower-case identifiers are accepted.
     if not _TABLE_NAME.match(table):
-        raise ValueError(f"table name {table!r} is not a plain lower-case SQL identifier")
+        raise InvalidArgumentError(f"table name {table!r} is not a plain lower-case SQL identifier")
     return table
 
 

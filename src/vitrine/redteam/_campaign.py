@@ -16,6 +16,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from vitrine.errors import InvalidArgumentError
 from vitrine.providers._base import ChatModel, ProviderError
 from vitrine.redteam._attacks import Attack
 from vitrine.redteam._detectors import DetectorSpec, detect
@@ -69,9 +70,9 @@ class CampaignConfig:
 
     def __post_init__(self) -> None:
         if self.probe_timeout_s <= 0:
-            raise ValueError("a probe needs a positive time limit")
+            raise InvalidArgumentError("a probe needs a positive time limit")
         if self.concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
+            raise InvalidArgumentError("concurrency must be at least 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +287,9 @@ async def run_campaign(
     config = config or CampaignConfig()
     ids = [p.probe.id for p in planned]
     if len(set(ids)) != len(ids):
-        raise ValueError("probe ids repeat: every probe must be identifiable in the results")
+        raise InvalidArgumentError(
+            "probe ids repeat: every probe must be identifiable in the results"
+        )
     limits = {
         "target": config.ceiling.target_calls_per_probe,
         "judge": config.ceiling.judge_calls_per_probe

@@ -89,6 +89,8 @@ class AssertionSpec(_Strict):
     type: Literal["not-contains", "not-called", "llm-rubric", "contains", "icontains", "regex"]
     value: str | list[Annotated[str, Field(min_length=1)]]
 
+    # The validators here raise ValueError, pydantic's contract: it becomes a ValidationError
+    # naming the field, which load_cases reports as a CaseFileError.
     @field_validator("value")
     @classmethod
     def _not_blank(cls, value: str | list[str]) -> str | list[str]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from vitrine.errors import InvalidArgumentError
 from vitrine.redteam._model import Outcome, TargetReply
 
 __all__ = [
@@ -72,15 +73,17 @@ class DetectorSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in DETECTOR_KINDS:
-            raise ValueError(f"unknown detector kind {self.kind!r}: one of {DETECTOR_KINDS}")
+            raise InvalidArgumentError(
+                f"unknown detector kind {self.kind!r}: one of {DETECTOR_KINDS}"
+            )
         needs_values = self.kind in ("forbidden-tool", "not-contains", "regex")
         if needs_values and not self.values:
-            raise ValueError(f"a {self.kind} detector needs values to look for")
+            raise InvalidArgumentError(f"a {self.kind} detector needs values to look for")
         if self.kind == "regex":
             try:
                 compiled = tuple(re.compile(v, re.IGNORECASE) for v in self.values)
             except re.error as exc:
-                raise ValueError(f"regex detector: invalid pattern ({exc})") from exc
+                raise InvalidArgumentError(f"regex detector: invalid pattern ({exc})") from exc
             object.__setattr__(self, "_patterns", compiled)
         if not self.name:
             object.__setattr__(self, "name", self.kind)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vitrine._bench.response import TokenUsage
-from vitrine.errors import CeilingReached
+from vitrine.errors import CeilingReached, InvalidArgumentError
 from vitrine.providers._base import ChatCompletion, ChatModel, ChatRequest, Provenance
 
 __all__ = ["CallLedger", "CeilingReached", "CountingChatModel", "WorkloadCeiling"]
@@ -28,9 +28,9 @@ class WorkloadCeiling:
 
     def __post_init__(self) -> None:
         if self.target_calls_per_probe < 1:
-            raise ValueError("a probe needs at least one target call to observe anything")
+            raise InvalidArgumentError("a probe needs at least one target call to observe anything")
         if self.judge_calls_per_probe < 0 or self.attacker_calls_per_probe < 0:
-            raise ValueError("call ceilings cannot be negative")
+            raise InvalidArgumentError("call ceilings cannot be negative")
 
     @property
     def per_probe(self) -> int:

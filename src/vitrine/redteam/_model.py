@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from vitrine._bench.response import TokenUsage
 from vitrine._outcomes import ExitCode, Status, status_of_label
 from vitrine._redact import sanitize_text
+from vitrine.errors import InvalidArgumentError
 from vitrine.providers._base import ChatModel
 
 __all__ = [
@@ -141,9 +142,11 @@ class Probe:
 
     def __post_init__(self) -> None:
         if not self.turns or any(not t.strip() for t in self.turns):
-            raise ValueError(f"probe {self.id!r}: every probe needs non-blank user turns")
+            raise InvalidArgumentError(f"probe {self.id!r}: every probe needs non-blank user turns")
         if self.surface is not Surface.USER_MESSAGE and not self.planted:
-            raise ValueError(f"probe {self.id!r}: a {self.surface.value} probe needs planted text")
+            raise InvalidArgumentError(
+                f"probe {self.id!r}: a {self.surface.value} probe needs planted text"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +217,7 @@ class ProbeResult:
 
     def __post_init__(self) -> None:
         if self.error is not None and self.outcome is not Outcome.INCONCLUSIVE:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"probe {self.probe_id}: an errored probe is inconclusive by definition"
             )
         object.__setattr__(self, "diagnostic", sanitize_text(self.diagnostic, SAFE_DETAIL_LIMIT))

@@ -22,6 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from vitrine.errors import InvalidDataError
+
 __all__ = ["is_promptfoo_config", "promptfoo_cases"]
 
 _TOP_KEYS = {"description", "prompts", "providers", "defaultTest", "tests"}
@@ -66,7 +68,7 @@ def promptfoo_cases(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
         if case is not None:
             cases.append(case)
     if problems:
-        raise ValueError("\n".join(problems))
+        raise InvalidDataError("\n".join(problems))
     description = raw.get("description")
     return {
         "version": 1,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine._redact import sanitize_text
-from vitrine.errors import RunIntegrityError, RunNotFoundError
+from vitrine.errors import InvalidArgumentError, NotFoundError, RunIntegrityError, RunNotFoundError
 from vitrine.redteam._detectors import contains_secret
 from vitrine.redteam._model import Outcome, ProbeResult, TargetReply
 from vitrine.store._files import atomic_write_json, read_json
@@ -404,9 +404,13 @@ def sign_off(
     known = {f["id"] for f in document.get("findings") or ()}
     if finding_id not in known:
         listed = ", ".join(sorted(known)) or "none"
-        raise LookupError(f"run {run_dir.name} has no finding {finding_id!r} (findings: {listed})")
+        raise NotFoundError(
+            f"run {run_dir.name} has no finding {finding_id!r} (findings: {listed})"
+        )
     if not by.strip() or not reason.strip():
-        raise ValueError("a sign-off needs a name (--by) and a reason (--reason): it is a record")
+        raise InvalidArgumentError(
+            "a sign-off needs a name (--by) and a reason (--reason): it is a record"
+        )
     record = SignOff(
         finding_id,
         sanitize_text(by, 80),

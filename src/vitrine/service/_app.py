@@ -108,7 +108,7 @@ class ChatBody(BaseModel):
     persona_id: str | None = Field(default=None, pattern=_ID_PATTERN)
 
     # Before the field's own constraints, so a blank message gets this sentence rather than a
-    # regular-expression error.
+    # regular-expression error. A ValueError, pydantic's contract: it answers 422 naming the field.
     @field_validator("message", mode="before")
     @classmethod
     def _not_blank(cls, value: object) -> object:

@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vitrine.errors import InvalidArgumentError
+
 __all__ = ["MAX_RETRY_AFTER_S", "Session", "SessionStore", "TokenBuckets"]
 
 Clock = Callable[[], float]
@@ -56,7 +58,7 @@ class SessionStore:
             or max_turns < 1
             or (per_owner is not None and per_owner < 1)
         ):
-            raise ValueError("session limits must be positive")
+            raise InvalidArgumentError("session limits must be positive")
         self.max_sessions = max_sessions
         self.per_owner = per_owner
         self.ttl_s = ttl_s
@@ -124,9 +126,11 @@ class TokenBuckets:
         clock: Clock = time.monotonic,
     ) -> None:
         if not (math.isfinite(capacity) and math.isfinite(rate)):
-            raise ValueError("a rate limit needs finite numbers")
+            raise InvalidArgumentError("a rate limit needs finite numbers")
         if capacity < 1 or rate <= 0 or max_clients < 1:
-            raise ValueError("a rate limit needs capacity >= 1, rate > 0 and max_clients >= 1")
+            raise InvalidArgumentError(
+                "a rate limit needs capacity >= 1, rate > 0 and max_clients >= 1"
+            )
         self.capacity = capacity
         self.rate = rate
         self.max_clients = max_clients

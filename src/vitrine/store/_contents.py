@@ -8,6 +8,7 @@ from typing import Any
 
 from vitrine._bench.results import CheckInfo, ScenarioRow
 from vitrine._bench.retry import FailedAttempt
+from vitrine.errors import InvalidDataError
 from vitrine.store._files import JsonLines, read_json_lines
 from vitrine.store._layout import RunPaths
 from vitrine.store._records import ContentHasher, check_info_from_record, row_from_record
@@ -59,10 +60,10 @@ def read_contents(
     rows: dict[str, tuple[ScenarioRow, ...]] = {}
     for case_id, records in stored.by_case.items():
         if case_id not in known_cases:
-            raise ValueError(f"rows for case {case_id!r}, which the run does not contain")
+            raise InvalidDataError(f"rows for case {case_id!r}, which the run does not contain")
         keys = sorted(str(r["check_key"]) for r in records)
         if keys != sorted(check_order):
-            raise ValueError(
+            raise InvalidDataError(
                 f"case {case_id!r} has rows for {keys}, not one per check {sorted(check_order)}"
             )
         parsed = sorted(
@@ -73,11 +74,11 @@ def read_contents(
         hasher.add_row(key, data)
     if strict and len(rows) != len(case_ids):
         missing = [c for c in case_ids if c not in rows]
-        raise ValueError(f"no rows for {len(missing)} case(s), first {missing[0]!r}")
+        raise InvalidDataError(f"no rows for {len(missing)} case(s), first {missing[0]!r}")
 
     traces_file = read_json_lines(paths.traces)
     if strict and traces_file.torn_tail:
-        raise ValueError("the trace log ends in a torn line")
+        raise InvalidDataError("the trace log ends in a torn line")
     traces: dict[str, dict[str, Any]] = {}
     trace_lines: dict[str, bytes] = {}
     orphans = 0
@@ -85,7 +86,9 @@ def read_contents(
         case_id = str(record.get("case_id"))
         if case_id not in rows or case_id in traces:
             if strict:
-                raise ValueError(f"trace for case {case_id!r} does not match a finished trial")
+                raise InvalidDataError(
+                    f"trace for case {case_id!r} does not match a finished trial"
+                )
             orphans += 1
             continue
         traces[case_id] = record

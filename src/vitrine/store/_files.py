@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine._redact import sanitize_text
-from vitrine.errors import MalformedLineError
+from vitrine.errors import InvalidDataError, MalformedLineError
 
 __all__ = [
     "AppendLog",
@@ -88,7 +88,7 @@ def atomic_write_json(path: Path, value: Mapping[str, Any]) -> None:
 def read_json(path: Path) -> dict[str, Any]:
     value = json.loads(path.read_bytes())
     if not isinstance(value, dict):
-        raise ValueError(f"{path.name} does not hold a JSON object")
+        raise InvalidDataError(f"{path.name} does not hold a JSON object")
     return value
 
 
@@ -219,7 +219,7 @@ class AppendLog:
         A write that fails part way is cut back to where the record began, so a full disk
         leaves the trial unrecorded (it reruns on resume), never a torn line.
         """
-        if self._fd is None:
+        if self._fd is None:  # a store bug: only the store's writers hold an AppendLog
             raise ValueError(f"{self.path.name} is closed")
         line = encode_line(record)
         try:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from vitrine._commandline import environment_path
+from vitrine.errors import InvalidArgumentError
 
 __all__ = [
     "CACHE_ENV",
@@ -91,7 +92,7 @@ def sanitize_file_name(name: str) -> str:
     original's SHA-256, which an unchanged name can never end with by accident of sanitising.
     """
     if not name:
-        raise ValueError("cannot make a file name from an empty string")
+        raise InvalidArgumentError("cannot make a file name from an empty string")
     cleaned = _FORBIDDEN.sub("-", name).strip(". ")
     if len(cleaned.encode()) > _MAX_NAME_BYTES:
         cleaned = cleaned.encode()[:_MAX_NAME_BYTES].decode(errors="ignore")

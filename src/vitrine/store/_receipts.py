@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine._redact import sanitize_text
+from vitrine.errors import InvalidArgumentError, WrongTypeError
 from vitrine.store._errors import TamperedRunError, UnsupportedSchemaError
 from vitrine.store._files import atomic_write_json, read_json
 from vitrine.store._naming import RUN_ID_PATTERN, new_run_id
@@ -65,7 +66,9 @@ def sanitize_document(value: Any, *, limit: int = STRING_LIMIT, _depth: int = 0)
     unrestricted runtime text a receipt must not hold.
     """
     if _depth > _MAX_DEPTH:
-        raise ValueError("a receipt nests deeper than 32 levels: refuse rather than truncate")
+        raise InvalidArgumentError(
+            "a receipt nests deeper than 32 levels: refuse rather than truncate"
+        )
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
@@ -80,7 +83,7 @@ def sanitize_document(value: Any, *, limit: int = STRING_LIMIT, _depth: int = 0)
         }
     if isinstance(value, list | tuple):
         return [sanitize_document(v, limit=limit, _depth=_depth + 1) for v in value]
-    raise TypeError(f"a receipt holds JSON values only, not {type(value).__name__}")
+    raise WrongTypeError(f"a receipt holds JSON values only, not {type(value).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +136,7 @@ class ReceiptStore:
 
     def outcome_path(self, session_id: str) -> Path:
         if not RUN_ID_PATTERN.match(session_id):
-            raise ValueError(f"{session_id!r} is not a session id (see new_session_id)")
+            raise InvalidArgumentError(f"{session_id!r} is not a session id (see new_session_id)")
         return self.sessions_dir / session_id / OUTCOME_FILE
 
     def write(self, session_id: str, document: Mapping[str, Any]) -> Path:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from vitrine._bench.model import BenchmarkDefinition
 from vitrine._bench.results import RunResult
+from vitrine.errors import InvalidArgumentError
 from vitrine.store._index import RunIndexEntry, list_runs, recover_index
 from vitrine.store._layout import CURRENT_SCHEMA, SUPPORTED_SCHEMAS
 from vitrine.store._naming import RUN_ID_PATTERN, resolve_root
@@ -27,7 +28,7 @@ class RunStore:
         self, root: str | os.PathLike[str] | None = None, *, schema_version: int = CURRENT_SCHEMA
     ) -> None:
         if schema_version not in SUPPORTED_SCHEMAS:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"schema version {schema_version} is not one of {sorted(SUPPORTED_SCHEMAS)}"
             )
         self.root = resolve_root(root)
@@ -61,7 +62,7 @@ class RunStore:
 
     def run_dir(self, run_id: str) -> Path:
         if not RUN_ID_PATTERN.match(run_id):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{run_id!r} is not a run id (expected e.g. 2026-09-10_07-08-15_45588192)"
             )
         return self.runs_dir / run_id

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from vitrine.errors import ServiceUnavailable
+from vitrine.errors import InvalidArgumentError, NotFoundError, ServiceUnavailable
 
 if TYPE_CHECKING:
     import httpx
@@ -116,7 +116,7 @@ class Transcript:
     @property
     def last(self) -> Turn:
         if not self.turns:
-            raise LookupError("the transcript has no turns: nothing was sent")
+            raise NotFoundError("the transcript has no turns: nothing was sent")
         return self.turns[-1]
 
     @property
@@ -302,7 +302,9 @@ class ChatClient:
 
     def __call__(self, persona_id: str | None, *messages: str) -> Transcript:
         if not messages:
-            raise ValueError("send at least one message: an empty conversation tests nothing")
+            raise InvalidArgumentError(
+                "send at least one message: an empty conversation tests nothing"
+            )
         session = self.session(persona_id)
         for message in messages:
             session.send(message)

@@ -13,6 +13,7 @@ from typing import Any
 
 from vitrine._bench.model import Case
 from vitrine._bench.response import SubjectResponse
+from vitrine.errors import InvalidArgumentError
 from vitrine.subjects._errors import PermanentEndpointError
 from vitrine.subjects._transport import HttpEndpoint
 
@@ -45,7 +46,9 @@ class HttpJsonSubject:
         provenance: str = "http-endpoint",
     ) -> None:
         if isinstance(answer, str) and answer and not answer.startswith("/"):
-            raise ValueError(f"answer must be a JSON pointer such as '/answer', got {answer!r}")
+            raise InvalidArgumentError(
+                f"answer must be a JSON pointer such as '/answer', got {answer!r}"
+            )
         self.endpoint = HttpEndpoint(url, headers=headers, timeout_s=timeout_s)
         self.body = {"input": "{input}"} if body is None else body
         self.answer = answer

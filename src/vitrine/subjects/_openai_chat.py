@@ -13,6 +13,7 @@ from typing import Any
 
 from vitrine._bench.model import Case
 from vitrine._bench.response import SubjectResponse, TokenUsage
+from vitrine.errors import InvalidArgumentError
 from vitrine.subjects._errors import PermanentEndpointError, SubjectInputError
 from vitrine.subjects._transport import HttpEndpoint
 
@@ -45,7 +46,7 @@ class OpenAIChatSubject:
         provenance: str = "http-endpoint",
     ) -> None:
         if not model.strip():
-            raise ValueError("an OpenAI-compatible subject needs a model name")
+            raise InvalidArgumentError("an OpenAI-compatible subject needs a model name")
         all_headers = dict(headers or {})
         if api_key:
             all_headers.setdefault("Authorization", f"Bearer {api_key}")

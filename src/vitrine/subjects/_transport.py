@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from vitrine._redact import register_secret, sanitize_text
+from vitrine.errors import InvalidArgumentError
 from vitrine.subjects._errors import (
     EndpointTimeoutError,
     PermanentEndpointError,
@@ -59,9 +60,11 @@ class HttpEndpoint:
         self, url: str, *, headers: Mapping[str, str] | None = None, timeout_s: float = 60.0
     ) -> None:
         if not url.startswith(("http://", "https://")):
-            raise ValueError("an HTTP subject needs an http:// or https:// URL")
+            raise InvalidArgumentError("an HTTP subject needs an http:// or https:// URL")
         if not timeout_s > 0:
-            raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
+            raise InvalidArgumentError(
+                f"timeout_s must be a positive number of seconds, got {timeout_s}"
+            )
         self.url = url
         self.headers: Mapping[str, str] = MappingProxyType(dict(headers or {}))
         self.timeout_s = float(timeout_s)

@@ -61,6 +61,8 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from vitrine.errors import InvalidArgumentError
+
 __all__ = ["FakeOpenAIServer", "FakeReply", "FakeRequest", "FakeToolCall", "Script"]
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -124,11 +126,13 @@ class FakeReply:
 
     def __post_init__(self) -> None:
         if self.stream_chunks < 1 or self.chunk_delay_s < 0:
-            raise ValueError("stream_chunks must be at least 1 and chunk_delay_s not negative")
+            raise InvalidArgumentError(
+                "stream_chunks must be at least 1 and chunk_delay_s not negative"
+            )
         if self.delay_s < 0:
-            raise ValueError(f"delay_s cannot be negative, got {self.delay_s}")
+            raise InvalidArgumentError(f"delay_s cannot be negative, got {self.delay_s}")
         if not 100 <= self.status <= 599:
-            raise ValueError(f"status must be an HTTP status code, got {self.status}")
+            raise InvalidArgumentError(f"status must be an HTTP status code, got {self.status}")
 
     @classmethod
     def text(cls, content: str, **options: Any) -> FakeReply:
