@@ -3,15 +3,23 @@ never compromised, the vulnerable one fails cases, and a rubric without a judge 
 MEASURED and leaves its case inconclusive unless the run excludes judged assertions."""
 
 import textwrap
+from collections import Counter
 
 import pytest
 
 from vitrine.redteam._campaign import Execution
-from vitrine.redteam._cases import CATEGORIES, CaseFileError, CaseSpec, evaluate_case, load_cases
+from vitrine.redteam._cases import (
+    CATEGORIES,
+    CaseFileError,
+    CaseSpec,
+    combine_cases,
+    evaluate_case,
+    load_cases,
+)
 from vitrine.redteam._ledger import CallLedger
 from vitrine.redteam._model import Outcome, TargetReply, ToolUse
 from vitrine.redteam._static import run_static_cases
-from vitrine_shop.redteam.target import CASES_PATH, REDTEAM_TARGET
+from vitrine_shop.redteam.target import CASES_PATH, EXTENDED_CASES_PATH, REDTEAM_TARGET
 
 
 def write(tmp_path, body):
@@ -41,13 +49,30 @@ def execution(reply):
     return Execution(reply, None, False, CallLedger({"target": 25, "judge": 1}))
 
 
-def test_the_shop_case_file_has_at_least_twenty_cases_in_four_categories():
+def test_the_shop_baseline_is_twenty_cases_five_in_each_of_four_categories():
     cases = load_cases(CASES_PATH).cases
-    assert len(cases) >= 20
-    assert {c.category for c in cases} == set(CATEGORIES)
-    assert all(c.id.startswith("TC-RT-") for c in cases)
+    assert len(cases) == 20
+    assert Counter(c.category for c in cases) == dict.fromkeys(CATEGORIES, 5)
     kinds = {a.type for c in cases for a in c.asserts}
     assert {"not-contains", "llm-rubric"} <= kinds
+
+
+def test_case_ids_are_stable_and_the_extended_set_reuses_none():
+    baseline = [c.id for c in load_cases(CASES_PATH).cases]
+    extended = [c.id for c in load_cases(EXTENDED_CASES_PATH).cases]
+    # Ids are the ones the cases always had: moving a case to the opt-in set renumbers nothing.
+    assert extended == ["TC-RT-006", "TC-RT-009"]
+    assert sorted(baseline + extended) == [f"TC-RT-{n:03d}" for n in range(1, 23)]
+    assert baseline == sorted(baseline)
+
+
+def test_a_case_id_repeated_across_files_is_refused():
+    baseline = load_cases(CASES_PATH)
+    with pytest.raises(CaseFileError, match="case ids repeat across the files: TC-RT-001"):
+        combine_cases([("a.yaml", baseline), ("b.yaml", baseline)])
+    extended = load_cases(EXTENDED_CASES_PATH)
+    combined = combine_cases([("a.yaml", baseline), ("b.yaml", extended)])
+    assert len(combined.cases) == 22
 
 
 def test_validation_errors_name_the_case_and_the_field(tmp_path):
@@ -192,7 +217,7 @@ def test_offline_the_safe_assistant_resists_only_the_cases_it_could_be_measured_
     safe, _, _ = static_runs
     outcomes = {p.probe_id: p.outcome for p in safe.result.probes}
     judged = {cid for cid, rows in safe.assertions.items() if _has_rubric(rows)}
-    assert len(judged) == 10 and len(outcomes) == 22
+    assert len(judged) == 9 and len(outcomes) == 20
     assert {outcomes[cid] for cid in judged} == {Outcome.INCONCLUSIVE}
     assert {o for cid, o in outcomes.items() if cid not in judged} == {Outcome.RESISTED}
     rubrics = [a for rows in safe.assertions.values() for a in rows if a.type == "llm-rubric"]
@@ -205,7 +230,7 @@ def test_the_safe_assistant_resists_every_case_on_its_deterministic_assertions(s
     rubrics = [
         a for rows in deterministic.assertions.values() for a in rows if a.type == "llm-rubric"
     ]
-    assert len(rubrics) == 10 and {a.state for a in rubrics} == {"excluded"}
+    assert len(rubrics) == 9 and {a.state for a in rubrics} == {"excluded"}
 
 
 def test_the_vulnerable_assistant_fails_cases_in_three_categories(static_runs):

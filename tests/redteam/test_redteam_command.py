@@ -89,12 +89,32 @@ def test_deterministic_only_passes_and_every_report_says_what_it_left_out(tmp_pa
 def test_the_shop_cases_offline_are_not_measured_unless_judged_ones_are_excluded(tmp_path, capsys):
     plain, deterministic = tmp_path / "plain", tmp_path / "deterministic"
     assert main(["redteam", "run", "--output", str(plain)]) == 3
-    assert "10 llm-rubric (no judge configured)" in capsys.readouterr().out
+    assert "9 llm-rubric (no judge configured)" in capsys.readouterr().out
     assert main(["redteam", "status", "--output", str(plain)]) == 3
     # What `make layers` and the eval-redteam workflow run: a pass that states its scope.
     assert main(["redteam", "run", "--deterministic-only", "--output", str(deterministic)]) == 0
-    assert "10 judged assertions excluded" in capsys.readouterr().out
+    assert "9 judged assertions excluded" in capsys.readouterr().out
     assert main(["redteam", "status", "--output", str(deterministic)]) == 0
+
+
+def test_the_extended_cases_run_only_when_asked(tmp_path, capsys):
+    def probes(store):
+        (run_dir,) = (store / "reports").glob("redteam-*")
+        document = json.loads((run_dir / "redteam.json").read_text())
+        return [p["probe_id"] for p in document["probes"]], document["cases_file"]
+
+    base, extended = tmp_path / "base", tmp_path / "extended"
+    assert main(["redteam", "run", "--deterministic-only", "--output", str(base)]) == 0
+    ids, files = probes(base)
+    assert len(ids) == 20 and "TC-RT-006" not in ids and files == "cases.yaml"
+    argv = ["redteam", "run", "--extended", "--deterministic-only", "--output", str(extended)]
+    assert main(argv) == 0
+    ids, files = probes(extended)
+    assert len(ids) == 22 and ids[-2:] == ["TC-RT-006", "TC-RT-009"]
+    assert files == "cases.yaml + cases-extended.yaml"
+    capsys.readouterr()
+    assert main(["redteam", "run", "--help"]) == 0
+    assert "--extended" in capsys.readouterr().out
 
 
 def test_signing_off_every_finding_does_not_pass_a_run_that_left_a_case_unmeasured(

@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from vitrine._redact import sanitize_text
 from vitrine.errors import CaseFileError
 from vitrine.providers._base import ProviderError
+from vitrine.redteam._adaptive import STRATEGIES
 from vitrine.redteam._campaign import Execution, PlannedProbe, probe_result
 from vitrine.redteam._detectors import contains_secret
 from vitrine.redteam._ledger import CeilingReached
@@ -60,7 +61,12 @@ from vitrine.redteam._model import (
     Surface,
     TargetReply,
 )
-from vitrine.redteam._promptfoo import is_promptfoo_config, promptfoo_cases
+from vitrine.redteam._promptfoo import (
+    RedteamBlock,
+    is_promptfoo_config,
+    promptfoo_cases,
+    redteam_block,
+)
 
 __all__ = [
     "CANARY_PLACEHOLDER",
@@ -69,10 +75,13 @@ __all__ = [
     "AssertionResult",
     "AssertionState",
     "CaseFileError",
+    "CaseSource",
     "CaseSpec",
     "CasesFile",
     "RubricJudge",
+    "combine_cases",
     "evaluate_case",
+    "load_case_source",
     "load_cases",
 ]
 
@@ -114,7 +123,9 @@ class AssertionSpec(_Strict):
 
 
 class CaseSpec(_Strict):
-    id: Annotated[str, Field(pattern=r"^TC-RT-\d{3}$")]
+    # A case's id is its name for good (findings and sign-offs use it): stated in the file,
+    # never derived from its position. The form is the behaviour tests' (TC-P1-003).
+    id: Annotated[str, Field(pattern=r"^TC-[A-Z0-9]+-\d{3}$")]
     category: Category
     owasp: str
     severity: Severity
@@ -171,6 +182,37 @@ class CasesFile(_Strict):
     description: str = ""
     cases: Annotated[list[CaseSpec], Field(min_length=1)]
 
+    def of_categories(self, categories: Sequence[str]) -> CasesFile | None:
+        """The cases in ``categories``, in file order; None when none is."""
+        chosen = [case for case in self.cases if case.category in categories]
+        return self.model_copy(update={"cases": chosen}) if chosen else None
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSource:
+    """What a case file asks for: its own cases and, for a promptfoo config, its ``redteam:``
+    block. ``cases`` is None for a config whose block is all it has."""
+
+    name: str
+    cases: CasesFile | None
+    redteam: RedteamBlock | None = None
+
+
+def combine_cases(files: Sequence[tuple[str, CasesFile]]) -> CasesFile:
+    """Several case files as one run, in order; a case id in two of them is refused, since
+    findings and sign-offs name a case by its id alone."""
+    cases = [case for _, parsed in files for case in parsed.cases]
+    repeated = _repeated([case.id for case in cases])
+    if repeated:
+        names = " + ".join(name for name, _ in files)
+        raise CaseFileError(f"{names}: case ids repeat across the files: {', '.join(repeated)}")
+    description = "; ".join(parsed.description or name for name, parsed in files)
+    return CasesFile(version=1, description=description, cases=cases)
+
+
+def _repeated(ids: Sequence[object]) -> list[str]:
+    return sorted({str(i) for i in ids if ids.count(i) > 1 and i})
+
 
 def _describe(errors: Sequence[Mapping[str, Any]]) -> list[str]:
     out = []
@@ -197,15 +239,25 @@ def _read_case_file(path: Path) -> str:
 
 def load_cases(path: Path) -> CasesFile:
     """Read and validate a case file; every problem is reported, each naming case and field."""
+    source = load_case_source(path)
+    if source.cases is None:
+        raise CaseFileError(
+            f"{path.name}: field tests: the config has a redteam block but no tests"
+        )
+    return source.cases
+
+
+def load_case_source(path: Path) -> CaseSource:
+    """Read and validate a case file or a promptfoo config, ``redteam:`` block included."""
     try:
-        return _load_cases(path)
+        return _load_case_source(path)
     except RecursionError:
         raise CaseFileError(
             f"{path.name}: the case file is nested too deeply to read; a case is a flat mapping"
         ) from None
 
 
-def _load_cases(path: Path) -> CasesFile:
+def _load_case_source(path: Path) -> CaseSource:
     try:
         raw = yaml.safe_load(_read_case_file(path))
     except OSError as exc:
@@ -215,8 +267,12 @@ def _load_cases(path: Path) -> CasesFile:
         raise CaseFileError(f"{path.name}: not a text file; a case file is UTF-8 YAML") from exc
     except yaml.YAMLError as exc:
         raise CaseFileError(f"{path.name}: not valid YAML ({sanitize_text(str(exc))})") from exc
+    block = None
     if is_promptfoo_config(raw):
         try:
+            block = redteam_block(raw, path.name, plugins=CATEGORIES, strategies=STRATEGIES)
+            if "tests" not in raw and block is not None:
+                return CaseSource(path.name, None, block)
             raw = promptfoo_cases(raw, path.name)
         except ValueError as exc:
             raise CaseFileError(str(exc)) from exc
@@ -232,8 +288,7 @@ def _load_cases(path: Path) -> CasesFile:
             CaseSpec.model_validate(item)
         except ValidationError as exc:
             problems.extend(f"{path.name}: case {label} {p}" for p in _describe(exc.errors()))
-    ids = [c.get("id") for c in cases if isinstance(c, dict)]
-    repeated = sorted({i for i in ids if ids.count(i) > 1 and i})
+    repeated = _repeated([c.get("id") for c in cases if isinstance(c, dict)])
     if repeated:
         problems.append(f"{path.name}: case ids repeat: {', '.join(map(str, repeated))}")
     try:
@@ -245,7 +300,7 @@ def _load_cases(path: Path) -> CasesFile:
             problems.extend(f"{path.name}: {p}" for p in _describe(exc.errors()))
     if problems:
         raise CaseFileError("; ".join(problems))
-    return parsed
+    return CaseSource(path.name, parsed, block)
 
 
 AssertionState = Literal["passed", "failed", "not_measured", "excluded"]

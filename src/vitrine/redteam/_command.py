@@ -2,8 +2,8 @@
 
 ::
 
-    vitrine redteam run [CASES.yaml] [--target shop|vulnerable] [--provider P] [--no-judge]
-                        [--deterministic-only]
+    vitrine redteam run [CASES.yaml|promptfooconfig.yaml] [--extended] [--target shop|vulnerable]
+                        [--provider P] [--no-judge] [--deterministic-only]
     vitrine redteam adaptive --strategy goat|crescendo [--goal ID] [--attacker scripted|provider]
     vitrine redteam sign-off FINDING --by NAME --reason TEXT [--run RUN]
     vitrine redteam status [RUN]
@@ -19,9 +19,13 @@ failure, and a finding that needs sign-off), 3 an inconclusive probe (for a stat
 assertion not measured, such as an ``llm-rubric`` with no judge), 4 infrastructure (an errored,
 truncated or skipped probe, or an unready provider), 2 invalid arguments. ``run
 --deterministic-only`` excludes the judged assertions instead, and the run says so in every
-report. ``status`` exits 1 while the run has an open finding; once all are signed off it exits
-with what the run left unresolved (3 or 4), and 0 only for a run with nothing missing: the soft
-gate a pipeline can call before the next deploy.
+report. ``run --extended`` adds the suite's opt-in cases to its baseline cases. A promptfoo
+config's ``redteam:`` block runs as vitrine can: its plugins (the static case categories) run the
+suite's baseline cases of those categories, and its goat and crescendo strategies run as adaptive
+attacks, each its own run; the exit code is the worst of the runs. ``status`` exits 1 while the run
+has an open finding; once all are signed off it exits with what the run left unresolved (3 or 4),
+and 0 only for a run with nothing missing: the soft gate a pipeline can call before the next
+deploy.
 """
 
 from __future__ import annotations
@@ -48,13 +52,18 @@ from vitrine._vocabulary import ExitCode
 
 if TYPE_CHECKING:
     from vitrine.providers._base import ChatModel
+    from vitrine.redteam._adaptive import Strategy
+    from vitrine.redteam._cases import CasesFile
     from vitrine.redteam._judge import ChatModelSafetyJudge
+    from vitrine.redteam._promptfoo import AdaptiveRequest
 
 __all__ = ["main"]
 
 PROG = "vitrine redteam"
 # The longest adaptive conversation: each turn may call the target and the attacker model.
 MAX_TURNS = 50
+# An adaptive conversation's default length, on the command line and in a promptfoo strategy.
+_DEFAULT_TURNS = 5
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -78,13 +87,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""), allow_abbrev=False
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=RefusingParser)
-    run = commands.add_parser("run", help="run static cases from a YAML file")
-    run.add_argument("cases", nargs="?", type=Path, help="case file (default: the suite's)")
+    run = commands.add_parser("run", help="run static cases from a YAML file or a promptfoo config")
+    run.add_argument(
+        "cases",
+        nargs="?",
+        type=Path,
+        help="case file or promptfoo config (default: the suite's baseline cases)",
+    )
+    run.add_argument(
+        "--extended",
+        action="store_true",
+        help="also run the suite's opt-in extended cases, after the baseline ones",
+    )
     run.add_argument(
         "--deterministic-only",
         action="store_true",
         help="exclude judged (llm-rubric) assertions and say so in the report; no judge is called",
     )
+    run.set_defaults(attacker=None)  # a promptfoo strategy's attacker follows --provider
     _provider_options(run)
     _common(run)
     adaptive = commands.add_parser("adaptive", help="adaptive multi-turn attacks")
@@ -98,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     adaptive.add_argument(
         "--max-turns",
         type=int,
-        default=5,
+        default=_DEFAULT_TURNS,
         metavar="N",
         help=f"turns per conversation, 1 to {MAX_TURNS} (default 5)",
     )
@@ -222,46 +242,123 @@ def _factory(component: Any, variant: str, models: _Models) -> Any:
         raise CommandRefusal(str(exc)) from exc
 
 
+# Runs of one invocation combine as one campaign's probes do (see ``classify``): a compromise
+# is a fact no gap elsewhere undoes, then infrastructure, then what was not measured.
+_RUN_PRIORITY = (ExitCode.MEASURED_FAILURE, ExitCode.INFRASTRUCTURE, ExitCode.NOT_MEASURED)
+
+
 def _run(args: argparse.Namespace) -> int:
-    from vitrine.redteam._cases import CaseFileError, load_cases
     from vitrine.redteam._static import run_static_cases
 
     component = _component(args)
-    path = args.cases or component.cases_path
-    try:
-        cases = load_cases(path)
-    except CaseFileError as exc:
-        raise CommandRefusal(str(exc)) from exc
+    cases, names, adaptive = _static_work(args, component)
+    for request in adaptive:  # refused before anything runs
+        _check_turns(request.max_turns or _DEFAULT_TURNS, f"{request.strategy} maxTurns")
+    goals = _goals(component) if adaptive else {}
     models = _models(args, args.target)
     factory = _factory(component, args.target, models)
-    started = _now()
-    facts = asyncio.run(
-        run_static_cases(cases, factory, judge=models.judge, exclude_judged=args.deterministic_only)
-    )
-    return _finish(args, "static", component, models, facts, started, {"cases_file": path.name})
+    codes = []
+    if cases is not None:
+        started = _now()
+        facts = asyncio.run(
+            run_static_cases(
+                cases, factory, judge=models.judge, exclude_judged=args.deterministic_only
+            )
+        )
+        codes.append(_finish(args, "static", component, models, facts, started, names))
+    for request in adaptive:
+        turns = request.max_turns or _DEFAULT_TURNS
+        codes.append(
+            _adaptive_run(args, component, models, factory, request.strategy, goals, turns)
+        )
+    return next((int(c) for c in _RUN_PRIORITY if c in codes), int(ExitCode.PASS))
+
+
+def _static_work(
+    args: argparse.Namespace, component: Any
+) -> tuple[CasesFile | None, dict[str, Any], tuple[AdaptiveRequest, ...]]:
+    """The cases to run (None: none), the files they came from, and any adaptive requests.
+
+    Refuses, before anything runs, a file that cannot be read, ``--extended`` for a suite with
+    no opt-in cases, and case ids repeated across the files.
+    """
+    from vitrine.redteam._cases import CaseFileError, combine_cases, load_case_source, load_cases
+
+    path = args.cases or component.cases_path
+    try:
+        source = load_case_source(path)
+        files = [] if source.cases is None else [(path.name, source.cases)]
+        block = source.redteam
+        if block is not None and block.categories:
+            chosen = load_cases(component.cases_path).of_categories(block.categories)
+            if chosen is not None:
+                files.append((component.cases_path.name, chosen))
+        if args.extended:
+            extended = getattr(component, "extended_cases_path", None)
+            if extended is None:
+                raise CommandRefusal(
+                    f"--extended: the suite's {component.name} has no opt-in extended cases"
+                )
+            files.append((extended.name, load_cases(extended)))
+        cases = combine_cases(files) if files else None
+    except CaseFileError as exc:
+        raise CommandRefusal(str(exc)) from exc
+    adaptive = () if block is None else block.adaptive
+    if cases is None and not adaptive:
+        raise CommandRefusal(
+            f"{path.name}: nothing to run: the suite has no cases in the redteam block's plugins"
+        )
+    return cases, {"cases_file": " + ".join(name for name, _ in files)}, adaptive
+
+
+def _check_turns(turns: int, what: str) -> None:
+    if not 1 <= turns <= MAX_TURNS:
+        raise CommandRefusal(
+            f"{what} must lie between 1 and {MAX_TURNS}, got {turns}: an attack needs a turn, "
+            "and each turn may call the target and the attacker"
+        )
+
+
+def _goals(component: Any) -> dict[str, Any]:
+    from vitrine.redteam._adaptive import load_goals
+
+    return load_goals(component.profile)
 
 
 def _adaptive(args: argparse.Namespace) -> int:
-    from vitrine.redteam._adaptive import (
-        AdaptiveConfig,
-        ScriptedAttacker,
-        load_goals,
-        run_adaptive_campaign,
-    )
-    from vitrine.redteam._static import RunFacts
-
-    if not 1 <= args.max_turns <= MAX_TURNS:
-        raise CommandRefusal(
-            f"--max-turns must lie between 1 and {MAX_TURNS}, got {args.max_turns}: an attack "
-            "needs a turn, and each turn may call the target and the attacker"
-        )
+    _check_turns(args.max_turns, "--max-turns")
     component = _component(args)
-    goals = load_goals(component.profile)
+    goals = _goals(component)
     chosen = args.goal or list(goals)
     unknown = [g for g in chosen if g not in goals]
     if unknown:
         raise CommandRefusal(f"unknown goal {unknown[0]!r}: one of {', '.join(goals)}")
     models = _models(args, args.target)
+    factory = _factory(component, args.target, models)
+    return _adaptive_run(
+        args,
+        component,
+        models,
+        factory,
+        args.strategy,
+        {g: goals[g] for g in chosen},
+        args.max_turns,
+    )
+
+
+def _adaptive_run(
+    args: argparse.Namespace,
+    component: Any,
+    models: _Models,
+    factory: Any,
+    strategy: Strategy,
+    goals: dict[str, Any],
+    max_turns: int,
+) -> int:
+    """One adaptive campaign over ``goals``, written as its own run; returns its exit code."""
+    from vitrine.redteam._adaptive import AdaptiveConfig, ScriptedAttacker, run_adaptive_campaign
+    from vitrine.redteam._static import RunFacts
+
     attacker_kind = args.attacker or ("provider" if models.attacker_source else "scripted")
     if attacker_kind == "provider" and models.attacker_source is None:
         raise CommandRefusal(
@@ -269,21 +366,20 @@ def _adaptive(args: argparse.Namespace) -> int:
         )
     attacker = models.attacker_source if attacker_kind == "provider" else ScriptedAttacker()
     assert attacker is not None
-    factory = _factory(component, args.target, models)
     started = _now()
     result, turns, evidence = asyncio.run(
         run_adaptive_campaign(
-            [goals[g] for g in chosen],
-            args.strategy,
+            list(goals.values()),
+            strategy,
             factory,
             attacker,
             judge=models.judge,
-            config=AdaptiveConfig(max_turns=args.max_turns),
+            config=AdaptiveConfig(max_turns=max_turns),
         )
     )
     facts = RunFacts(result, turns=turns, evidence=evidence)
-    extra = {"strategy": args.strategy, "attacker": attacker.model_id}
-    return _finish(args, f"adaptive-{args.strategy}", component, models, facts, started, extra)
+    extra = {"strategy": strategy, "attacker": attacker.model_id}
+    return _finish(args, f"adaptive-{strategy}", component, models, facts, started, extra)
 
 
 def _finish(

@@ -36,13 +36,16 @@ from vitrine_shop.tools import GATED_ACTIONS
 
 __all__ = [
     "CASES_PATH",
+    "EXTENDED_CASES_PATH",
     "REDTEAM_TARGET",
     "SHOP_PROFILE",
     "ShopRedTeam",
     "ShopTarget",
 ]
 
+# The 20 baseline cases, and the opt-in set that runs only with `vitrine redteam run --extended`.
 CASES_PATH = Path(__file__).with_name("cases.yaml")
+EXTENDED_CASES_PATH = Path(__file__).with_name("cases-extended.yaml")
 SIGNED_IN = "nadia"
 # Tool-output attacks ride on the search results every recommendation starts from; document
 # attacks on the product pages the assistant reads before it recommends.
@@ -140,10 +143,11 @@ class ShopTarget:
 
 @dataclass(frozen=True)
 class ShopRedTeam:
-    """The suite's ``redteam-target`` component: variants, profile and default cases."""
+    """The suite's ``redteam-target`` component: variants, profile, baseline and opt-in cases."""
 
     name: str = "vitrine-shop assistant"
     cases_path: Path = CASES_PATH
+    extended_cases_path: Path | None = EXTENDED_CASES_PATH
     variants: tuple[str, ...] = ("shop", "vulnerable")
 
     @property
