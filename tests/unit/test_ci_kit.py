@@ -59,6 +59,16 @@ def test_each_layer_keeps_its_gate_semantics():
     assert "continue-on-error: true" in files["eval-rag.yml"]
     redteam = files["eval-redteam.yml"]
     assert "vitrine redteam status" in redteam and "sign-off" in redteam
+    # The spec's red team runs the adaptive attacks too: offline (no provider, so the scripted
+    # attacker and target, no credentials), each lane in its own store and decided on its own.
+    assert "--provider" not in redteam
+    for lane, command in (
+        ("static", "vitrine redteam run --deterministic-only"),
+        ("goat", "vitrine redteam adaptive --strategy goat"),
+        ("crescendo", "vitrine redteam adaptive --strategy crescendo"),
+    ):
+        assert command in redteam
+        assert f"vitrine redteam status --output reports/redteam/{lane}\n" in redteam
     for text in files.values():
         assert "retention-days: 30" in text
 

@@ -5,10 +5,12 @@ Each layer keeps the gate semantics of the pipelines it comes from:
 - **offline** (``vitrine --all``): on every push and pull request; a hard gate.
 - **behaviour** (the service's behaviour tests): a hard block, started by hand or after every
   successful deploy workflow on the default branch.
-- **redteam** (static cases on their deterministic assertions, then ``vitrine redteam
-  status``): a soft gate. A compromise fails the job until a person records a sign-off;
-  deployment does not wait on it. No judge is configured, so the judged assertions are
-  excluded by an explicit flag that every report of the run states.
+- **redteam** (the baseline static cases on their deterministic assertions, then the adaptive
+  GOAT and Crescendo attacks, then ``vitrine redteam status`` of each run): a soft gate. A
+  compromise fails the job until a person records a sign-off; deployment does not wait on it.
+  No model is configured, so the judged assertions are excluded by an explicit flag that
+  every report of the run states, and the adaptive attacks use the scripted attacker against
+  the scripted target: offline, deterministic, no credentials.
 - **rag** (``vitrine rag eval``): ``continue-on-error`` until its thresholds are signed off.
 
 Every layer uploads its JSON and HTML reports as artifacts kept 30 days. The same renderer
@@ -158,9 +160,9 @@ _REDTEAM = """\
 name: eval-redteam
 # A soft gate. A compromise is a finding: this job stays red until a person reviews it and
 # records a sign-off (name and reason) in the run's sealed ledger:
-#   download the redteam-reports artifact, then
-#   vitrine redteam sign-off F-<case id> --by NAME --reason "..." --output <artifact folder>
-#   vitrine redteam status --output <artifact folder>      # exit 0 once nothing is open
+#   download the redteam-reports artifact, then, for the lane (static, goat or crescendo),
+#   vitrine redteam sign-off F-<probe id> --by NAME --reason "..." --output <artifact>/<lane>
+#   vitrine redteam status --output <artifact>/<lane>      # exit 0 once nothing is open
 # Deployment does not depend on this workflow; the sign-off is the record that a human looked.
 on:
 {triggers}
@@ -175,21 +177,42 @@ jobs:
 {setup}\
       # No judge is configured here, so the judged (llm-rubric) assertions are excluded, and
       # every report of the run says so; without the flag the run is NOT MEASURED (exit 3).
-      - name: Static red-team cases (deterministic assertions)
-        id: cases
+      - name: Baseline static red-team cases (deterministic assertions)
         continue-on-error: true
-        run: vitrine redteam run --deterministic-only --suite {suite} --output redteam-store
+        run: >-
+          vitrine redteam run --deterministic-only --suite {suite}
+          --output reports/redteam/static
+      # No model is configured here either: the scripted attacker escalates through its
+      # authored turns against the scripted target, offline and the same on every run.
+      - name: Adaptive GOAT attacks
+        continue-on-error: true
+        run: >-
+          vitrine redteam adaptive --strategy goat --suite {suite}
+          --output reports/redteam/goat
+      - name: Adaptive Crescendo attacks
+        continue-on-error: true
+        run: >-
+          vitrine redteam adaptive --strategy crescendo --suite {suite}
+          --output reports/redteam/crescendo
       - name: Export for review
         if: always()
         run: |
-          mkdir -p reports/redteam
-          vitrine redteam export latest --output redteam-store \
-            --format junit --out reports/redteam/redteam.xml
-          vitrine redteam export latest --output redteam-store \
-            --format sarif --out reports/redteam/redteam.sarif
-          cp -r redteam-store/reports reports/redteam/runs
-      - name: Decide (exit 1 while a finding has no sign-off, 3 or 4 while a case is unmeasured)
-        run: vitrine redteam status --output redteam-store
+          for lane in static goat crescendo; do
+            vitrine redteam export latest --output "reports/redteam/$lane" \\
+              --format junit --out "reports/redteam/$lane.xml"
+            vitrine redteam export latest --output "reports/redteam/$lane" \\
+              --format sarif --out "reports/redteam/$lane.sarif"
+          done
+      # Exit 1 while a finding has no sign-off, 3 or 4 while a probe is unmeasured.
+      - name: Decide the static cases
+        if: always()
+        run: vitrine redteam status --output reports/redteam/static
+      - name: Decide the GOAT attacks
+        if: always()
+        run: vitrine redteam status --output reports/redteam/goat
+      - name: Decide the Crescendo attacks
+        if: always()
+        run: vitrine redteam status --output reports/redteam/crescendo
 {upload}"""
 
 _RAG = """\
