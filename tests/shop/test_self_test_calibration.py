@@ -1,4 +1,4 @@
-"""The self-test checks counts and calibration; how the workflow compares is a finding."""
+"""The self-test checks counts and calibration, and that the workflow ties the reference."""
 
 from __future__ import annotations
 
@@ -36,10 +36,16 @@ def test_the_shipped_shop_passes_its_self_test(suites):
     assert self_test_failures(*suites) == []
 
 
-def test_a_workflow_that_beats_the_reference_does_not_fail_the_self_test(suites):
+@pytest.mark.parametrize("claims", [{"wins": 2, "ties": 0}, {"losses": 1, "ties": 1}])
+def test_a_workflow_that_does_not_tie_the_reference_fails_it_and_says_why(suites, claims):
     healthy, ablated = suites
-    better = _with_comparisons(healthy, "zero-model-workflow", wins=2, ties=0, effective_n=2)
-    assert self_test_failures(better, ablated) == []
+    differs = _with_comparisons(healthy, "zero-model-workflow", effective_n=2, **claims)
+    failures = self_test_failures(differs, ablated)
+    assert len(failures) == 5  # one per predicate, each naming it
+    assert all(f.startswith("the workflow does not tie the reference on ") for f in failures)
+    # The reason is in the message: the protocol's requirement and why a difference is a fault.
+    assert all("requires Demo02, the zero-model workflow, to tie the Demo01" in f for f in failures)
+    assert all("an arm or a predicate changed" in f for f in failures)
 
 
 def test_a_degraded_arm_that_does_not_lose_both_cases_fails_it(suites):

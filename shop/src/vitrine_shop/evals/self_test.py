@@ -3,11 +3,12 @@
 Counts are checked before any score is read, because a score computed over the wrong number of
 runs or observations is not evidence of anything. Then calibration, check by check: every
 predicate is a measured pass for the reference arm and a measured failure for the degraded
-arm (which loses both cases on each), the workflow arm is fully measured, every gate passes on
-the healthy shop and fails on the ablated one. How the workflow *compares* with the reference
-is a finding of the benchmark, not a precondition: a better workflow must not fail the
-self-test. Every expectation that fails is reported by name; the plan exits 1 when the list is
-not empty.
+arm (which loses both cases on each), the workflow arm is fully measured and ties the
+reference on every predicate, every gate passes on the healthy shop and fails on the ablated
+one. The tie is the protocol's requirement ("requires Demo02 to tie the Demo01 reference"): both
+arms are deterministic and authored to pass every predicate on both cases, so a win or a loss
+says an arm or a predicate changed, not that one architecture is better. Every expectation that
+fails is reported by name; the plan exits 1 when the list is not empty.
 """
 
 from __future__ import annotations
@@ -131,11 +132,29 @@ def self_test_failures(healthy: SuiteRun, ablated: SuiteRun) -> list[str]:
                 f"{comparison.challenger_arm} on {comparison.check_key}: "
                 f"{comparison.excluded} pair(s) excluded from the comparison"
             )
+        if comparison.challenger_arm == WORKFLOW_ARM and (
+            comparison.ties != 2 or comparison.effective_n != 0
+        ):
+            failures.append(
+                _not_a_tie(
+                    comparison.check_key, comparison.wins, comparison.losses, comparison.ties
+                )
+            )
         if comparison.challenger_arm == DEGRADED_ARM and comparison.losses != 2:
             failures.append(f"the degraded arm does not lose both cases on {comparison.check_key}")
     failures.extend(_journal_failures(healthy))
     failures.extend(_control_failures(healthy))
     return failures
+
+
+def _not_a_tie(check: str, wins: int, losses: int, ties: int) -> str:
+    return (
+        f"the workflow does not tie the reference on {check} ({wins} wins, {losses} losses, "
+        f"{ties} ties of 2 cases): the self-test requires "
+        "Demo02, the zero-model workflow, to tie the Demo01 reference, because both arms are "
+        "deterministic and authored to pass every predicate on both cases, so a difference "
+        "means an arm or a predicate changed"
+    )
 
 
 def _control_failures(run: SuiteRun) -> list[str]:
