@@ -29,14 +29,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from vitrine._commandline import (
-    DEFAULT_SUITE,
     CommandRefusal,
     RefusingParser,
     add_store_option,
+    add_suite_flag,
     add_suite_option,
+    asks_for_help,
     environment_problem,
+    load_suite_or_refuse,
+    named_suite,
+    parse_with_suite,
     print_error,
 )
+from vitrine._suite_flags import CONTROLS_ONLY, PROTOCOL_MODES, SELF_TEST, canonical_modes
 from vitrine._vocabulary import ExitCode
 
 if TYPE_CHECKING:
@@ -56,12 +61,12 @@ __all__ = [
 ]
 
 PROG = "vitrine"
-# The plan commands: `vitrine run` with one offline mode (a PlanOptions field) switched on, or
-# none. Each is exactly its protocol flag: `vitrine self-test` is `vitrine --self-test`.
+# The plan commands: `vitrine run` with one of the protocol's modes switched on, or none. Each
+# is exactly its protocol flag: `vitrine self-test` is `vitrine --self-test`.
 PLAN_COMMANDS: dict[str, str | None] = {
     "run": None,
-    "self-test": "self_test",
-    "controls": "controls_only",
+    "self-test": SELF_TEST,
+    "controls": CONTROLS_ONLY,
 }
 # Every command of the group, in the order `vitrine --help` lists them, with its one line.
 COMMANDS: dict[str, str] = {
@@ -81,7 +86,6 @@ COMMANDS: dict[str, str] = {
 ALIASES: dict[str, str] = {
     "--all": "run --all",
     "--eval-plan NAME": "run --eval-plan NAME",
-    "--live-subjects-and-judge": "run --live-subjects-and-judge",
     "--list-plans": "run --list-plans",
     "--self-test": "self-test",
     "--controls-only": "controls",
@@ -97,6 +101,15 @@ _SELECTION_RULE = (
     "Nothing runs without a selection: --all runs the credential-free offline suite;\n"
     "paid plans also need --confirm-paid."
 )
+_SUITE_FLAGS_NOTE = (
+    "A suite may add flags of its own (its offline modes and plan shorthands): they are\n"
+    f"listed by {PROG} --suite MODULE:ATTR --help and by --list-plans. Without --suite the\n"
+    "suite is the one [tool.vitrine] suite in pyproject.toml names, else the one installed."
+)
+# Where a mode's switch lives in the namespace: apart from vitrine's own options, whatever
+# the suite calls its modes and shorthands.
+_MODE_DEST = "mode:"
+_ALIAS_DEST = "alias:"
 # The other commands live in their own modules, imported only when named, each with a
 # ``main(argv) -> int``; a command whose module is absent is refused, not guessed at.
 SUBCOMMANDS: dict[str, str] = {
@@ -124,14 +137,17 @@ def _group_description() -> str:
         f"aliases (the protocol's flags, routed to the same code):\n{aliases}\n\n"
         f"The options below are those of {PROG} run, accepted here without the word run.\n"
         + _SELECTION_RULE
+        + "\n"
+        + _SUITE_FLAGS_NOTE
     )
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, suite: Suite | None = None) -> argparse.ArgumentParser:
     """The parser of a plan command (``run``, ``self-test``, ``controls``), or of the group.
 
     With no ``command`` it is the group's own parser: the same options (the protocol's flags),
-    under a description that lists the commands and the aliases.
+    under a description that lists the commands and the aliases. With a ``suite`` it also
+    offers the flags that suite declares (its own modes and shorthands).
     """
     from vitrine import __version__
 
@@ -142,6 +158,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description = (
             f"{COMMANDS[command][0].upper()}{COMMANDS[command][1:]}.\n{_EXIT_CODES}\n"
             + _SELECTION_RULE
+            + "\n"
+            + _SUITE_FLAGS_NOTE
         )
     parser = RefusingParser(
         prog=prog,
@@ -152,18 +170,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     mode = PLAN_COMMANDS.get(command or "run")
     if mode is not None:
-        parser.set_defaults(**{mode: True})
+        parser.set_defaults(**{_MODE_DEST + mode: True})
     select = parser.add_argument_group("selection")
     select.add_argument(
         "--all", action="store_true", help="run the strict offline suite plan (credential-free)"
     )
     select.add_argument("--eval-plan", metavar="NAME", help="run the named plan (see --list-plans)")
-    select.add_argument(
-        "--live-subjects-and-judge",
-        action="store_true",
-        help="shorthand for the live comparison plan the suite names (suites that declare "
-        "it; still requires --confirm-paid)",
-    )
+    if suite is not None:
+        _add_aliases(select, suite)
     select.add_argument(
         "--scenario", metavar="ID", help="one scenario id, or 'all' (the default for live plans)"
     )
@@ -176,21 +190,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_suite_option(select)
 
     offline = parser.add_argument_group("offline modes and reports")
-    offline.add_argument(
-        "--self-test",
-        action="store_true",
-        help="run the suite's self-test mode (suites that declare it)",
-    )
-    offline.add_argument(
-        "--ablate-catalogue",
-        action="store_true",
-        help="run the suite's catalogue-ablation mode (suites that declare it)",
-    )
-    offline.add_argument(
-        "--controls-only",
-        action="store_true",
-        help="run only the suite's registered controls (suites that declare it)",
-    )
+    _add_modes(offline, suite)
     offline.add_argument("--json-report", metavar="PATH", type=Path, help="write a JSON report")
     offline.add_argument("--html-report", metavar="PATH", type=Path, help="write an HTML report")
 
@@ -267,6 +267,35 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _add_aliases(group: argparse._ArgumentGroup, suite: Suite) -> None:
+    for flag, target in suite.aliases.items():
+        paid = "; still requires --confirm-paid" if suite.plans[target].paid else ""
+        add_suite_flag(
+            group,
+            suite.name,
+            flag,
+            action="store_true",
+            dest=_ALIAS_DEST + flag,
+            help=f"shorthand for --eval-plan {target} (suite {suite.name}{paid})",
+        )
+
+
+def _add_modes(group: argparse._ArgumentGroup, suite: Suite | None) -> None:
+    """The protocol's two mode flags, with the suite's own modes between them."""
+    own = {mode.name: mode for mode in suite.own_modes()} if suite is not None else {}
+    suite_name = suite.name if suite is not None else ""
+    for name in canonical_modes(own):
+        dest = _MODE_DEST + name
+        if name in PROTOCOL_MODES:
+            help_text = PROTOCOL_MODES[name].help
+            group.add_argument(f"--{name}", action="store_true", dest=dest, help=help_text)
+        else:
+            help_text = f"{own[name].help} (suite {suite_name})"
+            add_suite_flag(
+                group, suite_name, f"--{name}", action="store_true", dest=dest, help=help_text
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code instead of exiting."""
     if argv is None:
@@ -312,7 +341,7 @@ def _main(argv: Sequence[str] | None) -> int:
         # A person at a terminal gets the plan selector; it runs nothing without answers.
         from vitrine._selector import interactive_main
 
-        return interactive_main(DEFAULT_SUITE)
+        return interactive_main(None)
     if not args:
         # Running something by default would make a typo in a script start real work.
         sys.stderr.write(_HINT)
@@ -337,9 +366,17 @@ def _plan_command(command: str | None, args: list[str]) -> int:
         sys.stderr.write(_HINT)
         _error("nothing to run: choose --all (the offline suite) or --eval-plan NAME")
         return ExitCode.INVALID_ARGUMENTS
-    parser = build_parser(command)
+    # --help lists a suite's own flags only for a suite named by --suite: finding one through
+    # the installed packages would cost more than the help itself.
+    named = named_suite(args) if asks_for_help(args) else None
     try:
-        namespace = parser.parse_args(args)
+        parser = build_parser(command, None if named is None else load_suite_or_refuse(named))
+    except CommandRefusal as exc:
+        _error(str(exc))
+        return int(exc.code)
+    try:
+        # vitrine's own options first: a malformed one is refused before a suite is looked for.
+        first, extras = parser.parse_known_args(args)
     except CommandRefusal as exc:
         sys.stderr.write(parser.format_usage())
         _error(str(exc))
@@ -348,17 +385,31 @@ def _plan_command(command: str | None, args: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else ExitCode.INVALID_ARGUMENTS
 
     if (
-        not _given_options(namespace, ignore={"suite"})
-        and namespace.suite
+        not extras
+        and not _given_options(parser, first, ignore={"suite"})
+        and first.suite
         and sys.stdin.isatty()
         and sys.stdout.isatty()
     ):
         # `vitrine --suite X` alone at a terminal: the selector over that suite.
         from vitrine._selector import interactive_main
 
-        return interactive_main(namespace.suite)
+        return interactive_main(first.suite)
+    try:
+        # An empty --suite is a mistake to name, not a request for the project's suite.
+        suite: Suite = load_suite_or_refuse(first.suite)
+        parser = build_parser(command, suite)
+    except CommandRefusal as exc:
+        _error(str(exc))
+        return int(exc.code)
+    try:
+        namespace = parse_with_suite(parser, args, suite.name, suite.own_flags())
+    except CommandRefusal as exc:
+        sys.stderr.write(parser.format_usage())
+        _error(str(exc))
+        return ExitCode.INVALID_ARGUMENTS
     if namespace.list_plans:
-        others = _given_options(namespace, ignore={"list_plans", "suite"})
+        others = _given_options(parser, namespace, ignore={"list_plans", "suite"})
         if others:
             _error(f"--list-plans runs nothing, so it takes only --suite; got {', '.join(others)}")
             return ExitCode.INVALID_ARGUMENTS
@@ -371,19 +422,12 @@ def _plan_command(command: str | None, args: list[str]) -> int:
 
     from vitrine._plans.base import UsageError
     from vitrine._plans.validation import validate
-    from vitrine._suite import SuiteLoadError, load_suite
 
-    try:
-        # An empty --suite is a mistake to name, not a request for the default suite.
-        suite = load_suite(DEFAULT_SUITE if namespace.suite is None else namespace.suite)
-    except SuiteLoadError as exc:
-        _error(str(exc))
-        return int(exc.exit_code)
     if namespace.list_plans:
         _list_plans(suite, sys.stdout)
         return ExitCode.PASS
     try:
-        plan, request = validate(suite, _options(namespace), console=True)
+        plan, request = validate(suite, _options(namespace, suite), console=True)
     except UsageError as exc:
         _error(str(exc))
         return ExitCode.INVALID_ARGUMENTS
@@ -473,19 +517,22 @@ def missing_extra_hint(exc: ModuleNotFoundError) -> str:
     )
 
 
-def _options(namespace: argparse.Namespace) -> PlanOptions:
+def _options(namespace: argparse.Namespace, suite: Suite) -> PlanOptions:
     from vitrine._plans.validation import PlanOptions
 
+    switched = vars(namespace)
     return PlanOptions(
         all=namespace.all,
         eval_plan=namespace.eval_plan,
-        live_alias=namespace.live_subjects_and_judge,
+        aliases=tuple(flag for flag in suite.aliases if switched[_ALIAS_DEST + flag]),
         scenario=namespace.scenario,
         repetitions=namespace.repetitions,
         confirm_paid=namespace.confirm_paid,
-        self_test=namespace.self_test,
-        ablate_catalogue=namespace.ablate_catalogue,
-        controls_only=namespace.controls_only,
+        modes=tuple(
+            name
+            for name in canonical_modes(m.name for m in suite.own_modes())
+            if switched[_MODE_DEST + name]
+        ),
         provider=namespace.provider,
         local_model=namespace.local_model,
         model=namespace.model,
@@ -606,6 +653,7 @@ def _list_plans(suite: Suite, out: TextIO) -> None:
             out.write(f"  {'':<{width}}  {plan.description}\n")
         if not plan.available:
             out.write(f"  {'':<{width}}  unavailable: {plan.unavailable_reason}\n")
+    _list_flags(suite, out)
     if not suite.scenarios:
         return
     out.write("scenarios:\n")
@@ -623,12 +671,30 @@ def _list_plans(suite: Suite, out: TextIO) -> None:
         out.write(f"  {key:<{id_width}}  {title}".rstrip() + "\n")
 
 
-def _given_options(namespace: argparse.Namespace, *, ignore: set[str]) -> list[str]:
-    given = []
-    for key, value in vars(namespace).items():
-        if key in ignore or value is None or value is False:
+def _list_flags(suite: Suite, out: TextIO) -> None:
+    """The modes the suite declares and its shorthands, each with the flag that selects it."""
+    rows = [(mode.flag, mode.help) for mode in suite.declared_modes]
+    shorthands = [(flag, f"--eval-plan {plan}") for flag, plan in suite.aliases.items()]
+    for title, listed in (("modes:", rows), ("shorthands:", shorthands)):
+        if not listed:
             continue
-        given.append("--" + key.replace("_", "-"))
+        out.write(f"{title}\n")
+        width = max(len(flag) for flag, _ in listed)
+        for flag, line in listed:
+            out.write(f"  {flag:<{width}}  {line}\n")
+
+
+def _given_options(
+    parser: argparse.ArgumentParser, namespace: argparse.Namespace, *, ignore: set[str]
+) -> list[str]:
+    """The flags whose values are set (neither None nor False), as the operator spells them."""
+    given = []
+    for action in parser._actions:
+        if not action.option_strings or action.dest in ignore:
+            continue
+        value = getattr(namespace, action.dest, None)
+        if value is not None and value is not False:
+            given.append(action.option_strings[0])
     return given
 
 

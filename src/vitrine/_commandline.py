@@ -12,10 +12,11 @@ refused argument answer before anything heavy loads.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from vitrine._suite import Suite
 
 __all__ = [
-    "DEFAULT_SUITE",
     "INFRASTRUCTURE",
     "MAX_ECHO",
     "PATH_VARIABLES",
@@ -36,22 +36,25 @@ __all__ = [
     "CommandRefusal",
     "RefusingParser",
     "add_store_option",
+    "add_suite_flag",
     "add_suite_option",
+    "asks_for_help",
+    "component_or_refuse",
     "environment_path",
     "environment_path_problem",
     "environment_problem",
     "load_suite_or_refuse",
+    "named_suite",
     "one_line",
+    "parse_with_suite",
     "path_problem",
     "print_error",
+    "refused_as_command",
     "report",
     "run_command",
+    "run_suite_command",
     "takes_path",
 ]
-
-# The suite a command loads when --suite is not given. vitrine never imports it itself; the
-# name is only resolved when a command needs a suite.
-DEFAULT_SUITE = "vitrine_shop.evals.suite:SUITE"
 
 # The two classes a refusal can carry, under the names commands use for them.
 USAGE = ExitCode.INVALID_ARGUMENTS
@@ -181,18 +184,81 @@ class RefusingParser(argparse.ArgumentParser):
 def add_suite_option(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, component: str | None = None
 ) -> None:
-    """``--suite MODULE:ATTR`` (default: None, read as :data:`DEFAULT_SUITE` when loading).
+    """``--suite MODULE:ATTR`` (default: None, found as :mod:`vitrine._discovery` finds it).
 
-    None rather than the default's text, so that an empty ``--suite ''`` is refused by the
-    loader as a mistake instead of being read as a request for the default suite.
+    None rather than a text, so that an empty ``--suite ''`` is refused by the loader as a
+    mistake instead of being read as a request for the project's suite.
     """
     provides = f" providing a {component!r} component" if component else ""
     parser.add_argument(
         "--suite",
         metavar="MODULE:ATTR",
         default=None,
-        help=f"the suite{provides} to load (default {DEFAULT_SUITE})",
+        help=f"the suite{provides} to load (default: [tool.vitrine] suite in pyproject.toml, "
+        "else the one installed suite); its own flags are listed by --suite MODULE:ATTR --help",
     )
+
+
+def named_suite(args: Sequence[str]) -> str | None:
+    """The ``--suite`` value in ``args``, read without parsing them (None when not given).
+
+    ``--help`` prints before anything is checked, so it must know whether to load a suite
+    for its flags before the parser runs.
+    """
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--suite" and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith("--suite="):
+            return arg.partition("=")[2]
+    return None
+
+
+def asks_for_help(args: Sequence[str]) -> bool:
+    """Whether ``args`` ask for ``--help`` (before a ``--``)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg in ("-h", "--help"):
+            return True
+    return False
+
+
+def add_suite_flag(
+    group: argparse.ArgumentParser | argparse._ArgumentGroup,
+    suite: str,
+    flag: str,
+    **settings: Any,
+) -> None:
+    """Add a flag the suite ``suite`` declares; one that vitrine already has is the suite's
+    mistake, refused as a broken suite (exit 4) rather than shadowing vitrine's."""
+    try:
+        group.add_argument(flag, **settings)
+    except argparse.ArgumentError:
+        raise CommandRefusal(
+            f"suite {suite} declares {flag}, which is one of vitrine's own flags: the suite "
+            "must rename it",
+            INFRASTRUCTURE,
+        ) from None
+
+
+def parse_with_suite(
+    parser: argparse.ArgumentParser, args: Sequence[str], suite: str, own: Sequence[str]
+) -> argparse.Namespace:
+    """Parse ``args`` with the loaded suite's flags in ``parser``; a flag neither vitrine nor
+    the suite ``suite`` knows is refused naming both, with the flags the suite does offer."""
+    namespace, extras = parser.parse_known_args(list(args))
+    if extras:
+        flag = next((extra.partition("=")[0] for extra in extras if extra.startswith("-")), None)
+        why = (
+            ""
+            if flag is None
+            else f" (suite {suite} does not provide {flag} and vitrine has no such flag; the "
+            f"suite's own flags: {', '.join(own) or 'none'})"
+        )
+        raise CommandRefusal(f"unrecognized arguments: {' '.join(extras)}{why}", USAGE)
+    return namespace
 
 
 def add_store_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -208,17 +274,33 @@ def add_store_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) 
 
 
 def load_suite_or_refuse(spec: str | None, component: str | None = None) -> Any:
-    """The suite ``spec`` names (default :data:`DEFAULT_SUITE`), or its ``component``.
+    """The suite ``spec`` names (None: the one :mod:`vitrine._discovery` finds), or its
+    ``component``.
 
     A suite that cannot be loaded, or lacks the component, becomes a :class:`CommandRefusal`
     with the loader's own exit class (2 for a bad name, 4 for a module that breaks on import).
     """
-    from vitrine._plans.base import UsageError
-    from vitrine._suite import SuiteLoadError, load_suite
+    from vitrine._suite import load_suite
+
+    with refused_as_command():
+        suite: Suite = load_suite(spec)
+    return suite if component is None else component_or_refuse(suite, component)
+
+
+def component_or_refuse(suite: Suite, name: str) -> Any:
+    """The suite's component ``name``, or a :class:`CommandRefusal` saying why not."""
+    with refused_as_command():
+        return suite.component(name)
+
+
+@contextlib.contextmanager
+def refused_as_command() -> Iterator[None]:
+    """Turn a suite that cannot be found or loaded into a :class:`CommandRefusal` with the
+    loader's exit class (2 for a bad name, 4 for a module that breaks on import)."""
+    from vitrine.errors import SuiteLoadError
 
     try:
-        suite: Suite = load_suite(DEFAULT_SUITE if spec is None else spec)
-        return suite if component is None else suite.component(component)
+        yield
     except SuiteLoadError as exc:
         raise CommandRefusal(str(exc), exc.exit_code) from exc
     except UsageError as exc:
@@ -243,12 +325,58 @@ def run_command(
         return report(prog, exc)
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else USAGE
+    return _handled(prog, lambda: handler(args))
+
+
+def _handled(prog: str, call: Callable[[], int]) -> int:
+    """Run a command's handler; a refusal from it becomes its exit code."""
     try:
-        return int(handler(args))
+        return int(call())
     except CommandRefusal as exc:
         return report(prog, exc)
     except UsageError as exc:  # raised below the command (a service URL holding credentials)
         return report(prog, CommandRefusal(str(exc), USAGE))
+
+
+def run_suite_command(
+    prog: str,
+    build: Callable[[Suite | None], argparse.ArgumentParser],
+    argv: Sequence[str],
+    handler: Callable[[argparse.Namespace, Suite], int],
+    own_flags: Callable[[Suite], Sequence[str]],
+) -> int:
+    """:func:`run_command` for a command that offers the loaded suite's own flags.
+
+    ``build(None)`` is the command's parser without them: it answers ``--help`` and refuses a
+    malformed argument before any suite is looked for. The suite is then loaded (by
+    ``--suite``, else found) and the arguments parsed again with its flags, ``build(suite)``;
+    ``--help`` shows them only when ``--suite`` names the suite, which keeps help free of the
+    look-up through the installed packages.
+    """
+    args = list(argv)
+    named = named_suite(args) if asks_for_help(args) else None
+    try:
+        parser = build(None if named is None else load_suite_or_refuse(named))
+    except CommandRefusal as exc:
+        return report(prog, exc)
+    try:
+        first, _ = parser.parse_known_args(args)
+    except CommandRefusal as exc:
+        sys.stderr.write(parser.format_usage())
+        return report(prog, exc)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else USAGE
+    try:
+        suite: Suite = load_suite_or_refuse(first.suite)
+        parser = build(suite)
+    except CommandRefusal as exc:
+        return report(prog, exc)
+    try:
+        namespace = parse_with_suite(parser, args, suite.name, own_flags(suite))
+    except CommandRefusal as exc:
+        sys.stderr.write(parser.format_usage())
+        return report(prog, exc)
+    return _handled(prog, lambda: handler(namespace, suite))
 
 
 def report(prog: str, refusal: CommandRefusal) -> int:

@@ -137,8 +137,11 @@ def _number(io: _Io, question: str, low: int, high: int, *, default: int | None 
     raise SelectorCancelled(f"no valid answer after {_ATTEMPTS} tries")
 
 
-def interactive_main(suite_spec: str) -> int:
-    """Run the selector on the terminal, then the chosen plan; return the exit code."""
+def interactive_main(suite_spec: str | None) -> int:
+    """Run the selector on the terminal, then the chosen plan; return the exit code.
+
+    ``suite_spec`` None: the suite every command finds (the project's, else the installed one).
+    """
     import sys
 
     from vitrine._cli import dispatch_plan, report_error

@@ -1,42 +1,44 @@
 """Suites: the plans and scenarios a project offers, loaded by import path.
 
-The harness never imports a subject package; ``vitrine --suite module:attr`` names the suite to
-load, and the default names the reference shop's. A suite module should stay cheap to import:
-it is loaded for every command, including ones that are refused, so expensive registries go
-behind :class:`LazyScenarios` and plan code imports its dependencies when it runs.
+The harness never imports a subject package by name: ``vitrine --suite module:attr`` names the
+suite to load, else the project's ``pyproject.toml`` or the one installed suite does (see
+:mod:`vitrine._discovery`). A suite module should stay cheap to import: it is loaded for every
+command that needs a suite, including ones that are refused, so expensive registries go behind
+:class:`LazyScenarios` and plan code imports its dependencies when it runs.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set as AbstractSet
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from vitrine._commandline import DEFAULT_SUITE
+from vitrine._discovery import find_suite
 from vitrine._plans.base import Plan, PlanKind, UsageError
+from vitrine._suite_flags import (
+    PROTOCOL_MODES,
+    Mode,
+    ServiceFlag,
+    canonical_modes,
+    check_alias_flag,
+)
 from vitrine._usercode import UserCodeError, import_user_module, user_attribute
 from vitrine.errors import InvalidArgumentError, NotFoundError, SuiteLoadError, WrongTypeError
 
 __all__ = [
-    "ALIAS_FLAGS",
-    "DEFAULT_SUITE",
-    "SUITE_MODES",
     "LazyScenarios",
+    "Mode",
     "ScenarioInfo",
+    "ServiceFlag",
     "Suite",
     "SuiteLoadError",
     "load_suite",
 ]
 
 _DEFAULT_ATTRIBUTE = "SUITE"
-
-# The offline modes a suite may offer; each runs in the suite's default plan, which reads the
-# request's mode. A suite that does not declare one has it refused, never silently ignored.
-SUITE_MODES: tuple[str, ...] = ("self-test", "ablate-catalogue", "controls-only")
-# Command-line shorthands a suite may map to one of its plans.
-ALIAS_FLAGS: tuple[str, ...] = ("--live-subjects-and-judge",)
+_DEFAULT_CONFLICT = "they are separate proofs with different expected exits; run them apart"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +99,14 @@ class Suite:
     """A named set of plans and the scenarios they can be pointed at.
 
     ``default_plan`` is the plan ``--all`` selects; a suite without an offline lane leaves it
-    ``None``. ``modes`` names the offline modes (of :data:`SUITE_MODES`: ``self-test``,
-    ``ablate-catalogue``, ``controls-only``) the default plan implements, reading
-    ``request.mode``; the command line refuses any other. ``aliases`` maps a shorthand flag (of
-    :data:`ALIAS_FLAGS`) to the plan it selects, e.g.
-    ``{"--live-subjects-and-judge": "my-live-compare"}``.
+    ``None``. ``modes`` are the offline modes it offers, each a :class:`Mode` (or just its name):
+    ``--NAME`` runs the mode's plan (the default plan unless the mode names another) with
+    ``request.mode == NAME``. ``self-test`` and ``controls-only`` are the protocol's modes;
+    any other name is the suite's own flag, offered only while this suite is loaded, and every
+    undeclared mode is refused by name. ``aliases`` maps a shorthand flag of the suite's own
+    to the plan it selects, e.g. ``{"--live-compare": "my-live-compare"}``.
+    ``service_options`` are the suite's own ``vitrine serve`` flags (:class:`ServiceFlag`);
+    their values reach the ``"service"`` component as ``ServiceOptions.suite_options``.
     """
 
     name: str
@@ -114,8 +119,10 @@ class Suite:
     # path, so that declaring it costs nothing at start-up, or the object itself. A missing one
     # is refused by name.
     components: Mapping[str, str | object] = field(default_factory=dict)
-    modes: AbstractSet[str] = frozenset()
+    modes: Collection[Mode | str] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)
+    service_options: Sequence[ServiceFlag] = ()
+    _modes: Mapping[str, Mode] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
@@ -165,41 +172,102 @@ class Suite:
                 f"suite {self.name!r}: modes is a set of mode names, got the string "
                 f"{given!r}; write modes={{{given!r}}}"
             )
-        modes = frozenset(given)
+        items = sorted(given) if isinstance(given, (set, frozenset)) else list(given)
+        modes = tuple(item if isinstance(item, Mode) else Mode(item) for item in items)
+        table = {mode.name: mode for mode in modes}
+        if len(table) != len(modes):
+            raise InvalidArgumentError(f"suite {self.name!r}: a mode is declared twice")
         object.__setattr__(self, "modes", modes)
-        unknown = sorted(modes - set(SUITE_MODES))
-        if unknown:
-            raise InvalidArgumentError(
-                f"suite {self.name!r}: unknown mode(s) {', '.join(unknown)}; the modes are "
-                f"{', '.join(SUITE_MODES)}"
-            )
-        if modes and self.default_plan is None:
-            raise InvalidArgumentError(
-                f"suite {self.name!r} declares modes ({', '.join(sorted(modes))}) but no "
-                "default plan to run them in"
-            )
+        object.__setattr__(self, "_modes", MappingProxyType(table))
+        for mode in modes:
+            self._check_mode(mode)
         object.__setattr__(self, "aliases", MappingProxyType(dict(self.aliases)))
         for flag, target in self.aliases.items():
-            if flag not in ALIAS_FLAGS:
+            check_alias_flag(self.name, flag)
+            if flag.removeprefix("--") in table or flag.removeprefix("--") in PROTOCOL_MODES:
                 raise InvalidArgumentError(
-                    f"suite {self.name!r}: {flag!r} is not an alias flag; the alias flags are "
-                    f"{', '.join(ALIAS_FLAGS)}"
+                    f"suite {self.name!r}: alias {flag} is also the flag of a mode"
                 )
             if target not in self.plans:
                 raise InvalidArgumentError(
                     f"suite {self.name!r}: alias {flag} names plan {target!r}, which is not one "
                     f"of its plans ({', '.join(self.plans)})"
                 )
+        self._check_service_options()
 
-    def require_mode(self, flag: str) -> None:
-        """Refuse ``--<mode>`` unless this suite declares the mode (a usage error)."""
-        mode = flag.removeprefix("--")
-        if mode not in self.modes:
-            declared = ", ".join(f"--{m}" for m in sorted(self.modes)) or "none"
+    def _check_mode(self, mode: Mode) -> None:
+        target = self.default_plan if mode.plan is None else mode.plan
+        if target is None:
+            raise InvalidArgumentError(
+                f"suite {self.name!r} declares modes ({', '.join(self._modes)}) but no "
+                "default plan to run them in"
+            )
+        if target not in self.plans or self.plans[target].kind is not PlanKind.OFFLINE:
+            raise InvalidArgumentError(
+                f"suite {self.name!r}: mode {mode.name} runs plan {target!r}, which is not one "
+                "of its offline plans: a mode must never start paid work"
+            )
+        stray = [other for other in mode.conflicts if other not in canonical_modes(self._modes)]
+        if stray:
+            raise InvalidArgumentError(
+                f"suite {self.name!r}: mode {mode.name} names conflicts with modes it does not "
+                f"offer: {', '.join(stray)}"
+            )
+
+    def _check_service_options(self) -> None:
+        flags = tuple(self.service_options)
+        object.__setattr__(self, "service_options", flags)
+        for item in flags:
+            if not isinstance(item, ServiceFlag):
+                raise WrongTypeError(
+                    f"suite {self.name!r}: service option {item!r} is not a ServiceFlag"
+                )
+        for attribute in ("flag", "key"):
+            names = [getattr(item, attribute) for item in flags]
+            if len(set(names)) != len(names):
+                raise InvalidArgumentError(
+                    f"suite {self.name!r}: two service options share a {attribute}: "
+                    f"{', '.join(names)}"
+                )
+
+    def require_mode(self, name: str) -> Mode:
+        """The declared mode ``name``; an undeclared one is refused (a usage error)."""
+        mode = self._modes.get(name)
+        if mode is None:
+            declared = ", ".join(f"--{m}" for m in sorted(self._modes)) or "none"
             raise UsageError(
-                f"suite {self.name} does not provide {flag}: it does not declare the {mode} "
+                f"suite {self.name} does not provide --{name}: it does not declare the {name} "
                 f"mode (its modes: {declared}), so the flag would run an ordinary evaluation"
             )
+        return mode
+
+    @property
+    def declared_modes(self) -> tuple[Mode, ...]:
+        """The declared modes, in the order the command line lists their flags."""
+        return tuple(self._modes[n] for n in canonical_modes(self._modes) if n in self._modes)
+
+    def own_modes(self) -> tuple[Mode, ...]:
+        """The declared modes that are not the protocol's: flags of this suite alone."""
+        return tuple(mode for mode in self._modes.values() if mode.name not in PROTOCOL_MODES)
+
+    def conflict(self, first: str, second: str) -> str:
+        """Why modes ``first`` and ``second`` cannot run in one command."""
+        for one, other in ((first, second), (second, first)):
+            mode = self._modes.get(one)
+            if mode is not None and other in mode.conflicts:
+                return mode.conflicts[other]
+        return _DEFAULT_CONFLICT
+
+    def live_refusal(self, name: str) -> str:
+        """Why a live or safety plan does not accept the mode ``name``."""
+        mode = self._modes.get(name)
+        return mode.live_refusal if mode is not None else Mode(name).live_refusal
+
+    def own_flags(self, *, service: bool = False) -> tuple[str, ...]:
+        """The flags this suite adds: to a plan command, or (``service``) to vitrine serve."""
+        if service:
+            return tuple(item.flag for item in self.service_options)
+        return (*(mode.flag for mode in self.own_modes()), *self.aliases)
 
     def alias(self, flag: str) -> str:
         """The plan ``flag`` stands for in this suite; a suite without it is a usage error."""
@@ -241,24 +309,33 @@ class Suite:
             raise SuiteLoadError(str(exc), exc.exit_code) from exc
 
 
-def load_suite(spec: str = DEFAULT_SUITE) -> Suite:
-    """Import ``module:attr`` (``attr`` defaults to ``SUITE``) and return the Suite it names."""
+def load_suite(spec: str | None = None) -> Suite:
+    """Import ``module:attr`` (``attr`` defaults to ``SUITE``) and return the Suite it names.
+
+    With no ``spec`` the suite is found as every command finds it (:func:`find_suite`): the
+    project's ``[tool.vitrine] suite``, else the one installed suite.
+    """
+    source = find_suite(spec)
+    spec = source.spec
     module_name, _, attr = spec.strip().partition(":")
     attr = attr or _DEFAULT_ATTRIBUTE
     if not module_name or not module_name.replace(".", "").replace("_", "").isalnum():
-        raise SuiteLoadError(f"--suite expects module:attr (a Python import path), got {spec!r}")
-    label = f"--suite {spec}"
+        raise SuiteLoadError(
+            f"{source.where} expects module:attr (a Python import path), got {spec!r}"
+        )
+    label = source.label
     try:
         value = user_attribute(import_user_module(module_name, label), attr, label)
     except UserCodeError as exc:
         raise SuiteLoadError(str(exc), exc.exit_code) from exc
-    from vitrine._evaluation import Evaluation  # noqa: PLC0415 - the model loads on use
+    if isinstance(value, Suite):
+        return value
+    # Only for a value that is not a Suite: the evaluation model costs more than --help.
+    from vitrine._evaluation import Evaluation  # noqa: PLC0415
 
     if isinstance(value, Evaluation):
         return value.suite()
-    if not isinstance(value, Suite):
-        raise SuiteLoadError(
-            f"--suite {spec}: {module_name}.{attr} is a {type(value).__name__}, not a vitrine "
-            "Suite or Evaluation"
-        )
-    return value
+    raise SuiteLoadError(
+        f"{label}: {module_name}.{attr} is a {type(value).__name__}, not a vitrine "
+        "Suite or Evaluation"
+    )

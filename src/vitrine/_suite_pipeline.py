@@ -3,10 +3,10 @@
 A suite's offline plan is one :class:`OfflinePipeline`: the benchmark that is scored from its
 sealed runs, the gate benchmark whose checks (gates and diagnostics, by their authority) judge
 one evidence bundle, the producer of that bundle, the registered controls, and how the suite's
-subject is ablated for the self-test and the catalogue ablation. The harness conducts the rest,
-for every suite alike: it runs the scored benchmark arm by arm and repetition by repetition,
-scores it, runs the gate benchmark over the evidence, runs the controls, turns gates and
-controls into one exit code and writes every report. ``await run_offline_mode(PIPELINE,
+subject is ablated for the self-test and for the suite's own ablation mode. The harness conducts
+the rest, for every suite alike: it runs the scored benchmark arm by arm and repetition by
+repetition, scores it, runs the gate benchmark over the evidence, runs the controls, turns gates
+and controls into one exit code and writes every report. ``await run_offline_mode(PIPELINE,
 request)`` is the whole plan::
 
     PIPELINE = OfflinePipeline(
@@ -43,6 +43,7 @@ from vitrine._outcomes import ExitCode, Observation
 from vitrine._plans.base import PlanOutcome, PlanRequest
 from vitrine._progress import NodeStatus, SuiteNode, Timeline
 from vitrine._redact import describe_exception
+from vitrine._suite_flags import CONTROLS_ONLY, NO_MODE, SELF_TEST
 from vitrine.controls._runner import ControlResult
 from vitrine.errors import InvalidArgumentError
 from vitrine.reports._console import render_console, terminal_console
@@ -172,10 +173,12 @@ class SelfTest(Generic[S]):
 
 @dataclass(frozen=True)
 class Ablation(Generic[S]):
-    """``--ablate-catalogue``: one isolated defect in a copy of the subject, and what it means."""
+    """A mode of the suite's own (``mode``, its flag ``--MODE``): one isolated defect in a copy
+    of the subject, run through the whole suite, and ``note`` saying what it means."""
 
     apply: Callable[[S], S]
     note: Callable[[S], str]
+    mode: str
 
 
 @dataclass(frozen=True)
@@ -483,14 +486,14 @@ def _undeclared(mode: str) -> PlanOutcome:
 async def _run_mode(pipeline: OfflinePipeline[Any], request: PlanRequest) -> PlanOutcome:
     store = RunStore(request.output)
     sink = _progress_sink(request)
-    if request.controls_only:
+    if request.mode == CONTROLS_ONLY:
         if pipeline.controls is None:
-            return _undeclared("controls-only")
+            return _undeclared(CONTROLS_ONLY)
         return _publish(request, await run_controls_only(pipeline, store, sink), store, [])
     shipped = pipeline.subject()
-    if request.self_test:
+    if request.mode == SELF_TEST:
         if pipeline.self_test is None:
-            return _undeclared("self-test")
+            return _undeclared(SELF_TEST)
         healthy = await run_suite(pipeline, store, shipped, sink=sink)
         ablated = await run_suite(
             pipeline, store, pipeline.self_test.ablate(shipped), sink=sink, with_controls=False
@@ -498,10 +501,10 @@ async def _run_mode(pipeline: OfflinePipeline[Any], request: PlanRequest) -> Pla
         failures = pipeline.self_test.failures(healthy, ablated)
         code = ExitCode.MEASURED_FAILURE if failures else ExitCode.PASS
         reason = "; ".join(failures) if failures else pipeline.self_test.passed_reason
-        return _finish(pipeline, request, healthy, store, "self-test", code, reason, failures)
-    if request.ablate_catalogue:
-        if pipeline.ablation is None:
-            return _undeclared("ablate-catalogue")
+        return _finish(pipeline, request, healthy, store, SELF_TEST, code, reason, failures)
+    if request.mode != NO_MODE:
+        if pipeline.ablation is None or pipeline.ablation.mode != request.mode:
+            return _undeclared(request.mode)
         ablated_subject = pipeline.ablation.apply(shipped)
         run = await run_suite(pipeline, store, ablated_subject, sink=sink, with_controls=False)
         note = pipeline.ablation.note(ablated_subject)
@@ -510,13 +513,13 @@ async def _run_mode(pipeline: OfflinePipeline[Any], request: PlanRequest) -> Pla
             request,
             run,
             store,
-            "ablate-catalogue",
+            request.mode,
             run.exit_code,
             run.exit_reason,
             [note],
         )
     run = await run_suite(pipeline, store, shipped, sink=sink)
-    return _finish(pipeline, request, run, store, "suite", run.exit_code, run.exit_reason, [])
+    return _finish(pipeline, request, run, store, NO_MODE, run.exit_code, run.exit_reason, [])
 
 
 async def run_controls_only(
@@ -537,7 +540,7 @@ async def run_controls_only(
     return SuiteReport(
         suite=pipeline.suite,
         plan=pipeline.plan,
-        mode="controls-only",
+        mode=CONTROLS_ONLY,
         provenance=pipeline.provenance,
         started_at=started_at,
         duration_s=round(time.perf_counter() - started, 3),

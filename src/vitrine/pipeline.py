@@ -1,4 +1,5 @@
-"""A suite's declared offline pipeline, and the suite object that offers it.
+"""A suite's declared offline pipeline, and the suite object that offers it, with the flags it
+adds to the command line (:class:`Mode`, :class:`ServiceFlag`).
 
 See :mod:`vitrine._suite_pipeline` for the shape; ``await run_offline_mode(PIPELINE, request)``
 is a whole offline plan.
@@ -16,6 +17,10 @@ if TYPE_CHECKING:
         ScenarioInfo as ScenarioInfo,
         Suite as Suite,
         load_suite as load_suite,
+    )
+    from vitrine._suite_flags import (
+        Mode as Mode,
+        ServiceFlag as ServiceFlag,
     )
     from vitrine._suite_pipeline import (
         Ablation as Ablation,

@@ -6,7 +6,7 @@ from tracing_support import needs_otel, start_receiver
 
 from vitrine._cli import dispatch_plan
 from vitrine._plans.validation import PlanOptions, validate
-from vitrine._suite import DEFAULT_SUITE, load_suite
+from vitrine._suite import load_suite
 
 pytestmark = needs_otel
 
@@ -18,7 +18,7 @@ def test_a_plan_the_selector_dispatches_is_traced_when_the_environment_names_a_d
     try:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
         plan, request = validate(
-            load_suite(DEFAULT_SUITE), PlanOptions(all=True, output=tmp_path), console=False
+            load_suite(), PlanOptions(all=True, output=tmp_path), console=False
         )
         assert dispatch_plan(plan, request) == 0
     finally:

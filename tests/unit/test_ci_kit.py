@@ -12,7 +12,6 @@ import pytest
 
 from vitrine._ci.workflows import CiSettings, render_workflows
 from vitrine._cli import main
-from vitrine._suite import DEFAULT_SUITE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +24,8 @@ def _tool(name: str) -> str | None:
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 PROJECT = CiSettings(
-    suite=DEFAULT_SUITE, install="pip install -e '.[{extras}]' -e './shop[embeddings]'"
+    suite="vitrine_shop.evals.suite:SUITE",
+    install="pip install -e '.[{extras}]' -e './shop[embeddings]'",
 )
 
 TOY_SUITE = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -122,7 +123,6 @@ def test_version_and_help_exit_zero(capsys):
         "--repetitions",
         "--confirm-paid",
         "--self-test",
-        "--ablate-catalogue",
         "--controls-only",
         "--provider",
         "--local-model",
@@ -131,17 +131,45 @@ def test_version_and_help_exit_zero(capsys):
         "--html-report",
         "--suite",
         "--output",
-        "--live-subjects-and-judge",
         "--list-plans",
         "--version",
     ):
         assert flag in out
 
 
+SHOP = "vitrine_shop.evals.suite:SUITE"
+
+
+def test_help_offers_a_suites_own_flags_only_for_the_suite_named(capsys):
+    code, out, _ = run(["--help"], capsys)
+    assert code == 0
+    # Without --suite no suite is looked for, so none of a suite's own flags is offered...
+    assert "--ablate-catalogue" not in out and "--live-subjects-and-judge" not in out
+    assert "--suite MODULE:ATTR --help" in " ".join(out.split())
+    # ...and with it, the named suite's are, each with the suite's own words.
+    code, out, _ = run(["--suite", SHOP, "--help"], capsys)
+    text = " ".join(out.split())
+    assert code == 0
+    assert "--ablate-catalogue run the offline suite on a catalogue with one SKU removed" in text
+    assert "--live-subjects-and-judge shorthand for --eval-plan eval03-compare" in text
+
+
+def test_the_list_of_plans_names_the_suites_modes_and_shorthands(capsys):
+    code, out, _ = run(["--list-plans"], capsys)
+    assert code == 0
+    assert re.search(r"^modes:\n  --self-test .*\n  --ablate-catalogue .*\n  --controls-only ", out, re.M)
+    assert re.search(r"^  --live-subjects-and-judge\s+--eval-plan eval03-compare$", out, re.M)
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--bogus"], "unrecognized arguments: --bogus"),
+        (
+            ["--bogus"],
+            "unrecognized arguments: --bogus (suite vitrine-shop does not provide --bogus and "
+            "vitrine has no such flag; the suite's own flags: --ablate-catalogue, "
+            "--live-subjects-and-judge)",
+        ),
         (["--provider", "cloud", "--all"], "invalid choice: 'cloud'"),
         (["--eval-plan", "nope"], "unknown plan 'nope': suite vitrine-shop has offline-suite"),
         (
@@ -490,10 +518,14 @@ def test_an_undeclared_offline_mode_is_refused_for_a_user_suite(toy, capsys):
     assert sys.modules[toy].REQUESTS == []
 
 
-def test_the_live_alias_is_refused_for_a_suite_without_one(toy, capsys):
-    code, _, err = run(["--suite", toy, "--live-subjects-and-judge", "--confirm-paid"], capsys)
+@pytest.mark.parametrize("flag", ["--live-subjects-and-judge", "--ablate-catalogue"])
+def test_the_shops_own_flags_are_refused_for_another_suite_naming_both(toy, flag, capsys):
+    code, out, err = run(["--suite", toy, flag, "--confirm-paid"], capsys)
     assert code == 2
-    assert "suite toy does not provide --live-subjects-and-judge" in err
+    assert out == ""
+    assert f"suite toy does not provide {flag} and vitrine has no such flag" in err
+    assert "the suite's own flags: none" in err
+    assert sys.modules[toy].REQUESTS == []
 
 
 def test_help_describes_the_modes_without_naming_the_shop(capsys):
@@ -501,4 +533,4 @@ def test_help_describes_the_modes_without_naming_the_shop(capsys):
     text = " ".join(out.split())  # argparse wraps to the terminal width
     assert code == 0
     assert "run the suite's self-test mode (suites that declare it)" in text
-    assert "SKU" not in text and "eval03-compare" not in text
+    assert "SKU" not in text and "eval03-compare" not in text and "ablate" not in text

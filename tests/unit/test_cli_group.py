@@ -88,8 +88,7 @@ def test_a_plan_command_and_its_protocol_flag_make_the_same_request(toy, command
 def test_self_test_and_controls_switch_on_their_mode_and_nothing_else(toy, capsys):
     _, (self_test,), _ = _requests_of(toy, ["self-test", "--suite", toy], capsys)
     _, (controls,), _ = _requests_of(toy, ["controls", "--suite", toy], capsys)
-    assert (self_test.self_test, self_test.controls_only) == (True, False)
-    assert (controls.self_test, controls.controls_only) == (False, True)
+    assert (self_test.mode, controls.mode) == ("self-test", "controls-only")
 
 
 def test_a_plan_command_refuses_a_mode_it_cannot_combine_with(toy, capsys):

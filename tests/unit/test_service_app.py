@@ -19,9 +19,12 @@ LEAKY = "boom at https://api.example.com/v1 with api_key=sk-abcdefghijklmnopqrst
 class FakeAssistant:
     """Echoes the conversation so a test can see what the service handed over."""
 
-    def __init__(self, *, tools: int = 2, fail: BaseException | None = None) -> None:
+    def __init__(
+        self, *, tools: int = 2, fail: BaseException | None = None, list_personas: bool = False
+    ) -> None:
         self.tools = tools
         self.fail = fail
+        self.list_personas = list_personas
         self.seen: list[tuple[str | None, tuple[str, ...]]] = []
 
     @property
@@ -34,7 +37,7 @@ class FakeAssistant:
 
     def check_persona(self, persona_id: str | None) -> None:
         if persona_id not in (None, "ann", "bob"):
-            raise UnknownPersonaError(str(persona_id), ["ann", "bob"])
+            raise UnknownPersonaError(str(persona_id), ["ann", "bob"] if self.list_personas else [])
 
     async def warm_up(self) -> str | None:
         return None
@@ -197,18 +200,15 @@ async def test_a_blank_message_is_refused_in_words_not_as_a_regex_error() -> Non
     assert "pattern" not in response.text
 
 
-def test_no_front_desk_reaches_the_assistant_options() -> None:
-    from vitrine.service._command import build_parser
-
-    assert build_parser().parse_args([]).front_desk is True
-    assert build_parser().parse_args(["--no-front-desk"]).front_desk is False
-
-
 def test_the_repeat_owned_regression_is_refused_for_the_workflow_with_a_reason() -> None:
     from vitrine.service._protocol import ServiceOptions
     from vitrine_shop.served_assistant import create_assistant
 
     with pytest.raises(ValueError, match="--architecture agent"):
-        create_assistant(ServiceOptions(architecture="workflow", regress="repeat-owned"))
-    assistant = create_assistant(ServiceOptions(regress="broken-model", front_desk=False))
-    assert assistant.description["front_desk"] == "off"
+        create_assistant(
+            ServiceOptions(suite_options={"architecture": "workflow", "regress": "repeat-owned"})
+        )
+    options = ServiceOptions(suite_options={"regress": "broken-model", "front_desk": False})
+    assert create_assistant(options).description["front_desk"] == "off"
+    with pytest.raises(ValueError, match="has no option frontdesk"):
+        create_assistant(ServiceOptions(suite_options={"frontdesk": False}))

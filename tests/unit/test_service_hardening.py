@@ -281,7 +281,8 @@ async def test_health_reports_counts_only_when_asked(details: bool) -> None:
 
 @pytest.mark.parametrize("listed", [False, True])
 async def test_an_unknown_persona_error_lists_personas_only_when_asked(listed: bool) -> None:
-    app = await _ready(FakeAssistant(), list_personas=listed)
+    # The assistant owns its personas, and so whether to name them (the shop: --list-personas).
+    app = await _ready(FakeAssistant(list_personas=listed))
     async with _client(app) as client:
         problem = (await client.post("/v1/chat", json={"message": "hi", "persona_id": "z"})).json()
     assert problem["status"] == 404 and "'z'" in problem["detail"]

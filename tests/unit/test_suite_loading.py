@@ -22,9 +22,10 @@ from vitrine._plans.base import (
 )
 from vitrine._plans.validation import PlanOptions, validate
 from vitrine._suite import (
-    DEFAULT_SUITE,
     LazyScenarios,
+    Mode,
     ScenarioInfo,
+    ServiceFlag,
     Suite,
     SuiteLoadError,
     load_suite,
@@ -55,7 +56,7 @@ async def _noop(request: PlanRequest) -> PlanOutcome:
 
 def test_the_default_suite_declares_every_plan_with_its_rules():
     suite = load_suite()
-    assert DEFAULT_SUITE == "vitrine_shop.evals.suite:SUITE"
+    assert suite is load_suite("vitrine_shop.evals.suite:SUITE")
     assert list(suite.plans) == [
         "offline-suite",
         "eval01-agent",
@@ -135,8 +136,8 @@ def test_the_module_alone_defaults_the_attribute_to_SUITE(user_module):
         ("vitrine.definitely_missing:SUITE", "no module named 'vitrine.definitely_missing'"),
         ("vitrine._suite:MISSING", "module 'vitrine._suite' has no attribute 'MISSING'"),
         (
-            "vitrine._suite:DEFAULT_SUITE",
-            "vitrine._suite.DEFAULT_SUITE is a str, not a vitrine Suite",
+            "vitrine._suite:_DEFAULT_ATTRIBUTE",
+            "vitrine._suite._DEFAULT_ATTRIBUTE is a str, not a vitrine Suite",
         ),
         ("", "--suite expects module:attr"),
         ("a b:SUITE", "--suite expects module:attr"),
@@ -333,53 +334,144 @@ def _moded_suite(**kwargs) -> Suite:
     return Suite("mine", {"a": offline, "b": live}, {}, default_plan="a", **kwargs)
 
 
-@pytest.mark.parametrize(
-    ("option", "flag"),
-    [
-        ("self_test", "--self-test"),
-        ("ablate_catalogue", "--ablate-catalogue"),
-        ("controls_only", "--controls-only"),
-    ],
-)
-def test_a_mode_the_suite_does_not_declare_is_refused(option, flag):
-    with pytest.raises(UsageError, match=f"suite mine does not provide {flag}: it does not"):
-        validate(_moded_suite(), PlanOptions(**{option: True}))
+@pytest.mark.parametrize("mode", ["self-test", "ablate-catalogue", "controls-only"])
+def test_a_mode_the_suite_does_not_declare_is_refused(mode):
+    with pytest.raises(UsageError, match=f"suite mine does not provide --{mode}: it does not"):
+        validate(_moded_suite(), PlanOptions(modes=(mode,)))
 
 
 def test_a_declared_mode_runs_in_the_default_plan():
     suite = _moded_suite(modes={"controls-only"})
     with pytest.raises(UsageError, match="a is not available: later"):
-        validate(suite, PlanOptions(controls_only=True))
+        validate(suite, PlanOptions(modes=("controls-only",)))
     with pytest.raises(UsageError, match="does not provide --self-test"):
-        validate(suite, PlanOptions(self_test=True))
+        validate(suite, PlanOptions(modes=("self-test",)))
+
+
+@plan("a")
+async def _offline_a(request: PlanRequest) -> PlanOutcome:
+    return PlanOutcome(ExitCode.PASS)
+
+
+@plan("c")
+async def _offline_c(request: PlanRequest) -> PlanOutcome:
+    return PlanOutcome(ExitCode.PASS)
+
+
+def _runnable_suite(*modes: Mode) -> Suite:
+    return Suite("mine", {"a": _offline_a, "c": _offline_c}, {}, default_plan="a", modes=modes)
+
+
+def test_a_mode_of_the_suites_own_reaches_its_plan_as_request_mode():
+    suite = _runnable_suite(Mode("shuffle-cases", "run with the cases shuffled"))
+    chosen, request = validate(suite, PlanOptions(all=True, modes=("shuffle-cases",)))
+    assert (chosen.name, request.mode) == ("a", "shuffle-cases")
+    _, plain = validate(suite, PlanOptions(all=True))
+    assert plain.mode == "suite"
+    elsewhere = _runnable_suite(Mode("other-plan", plan="c"))
+    chosen, request = validate(elsewhere, PlanOptions(modes=("other-plan",)))
+    assert (chosen.name, request.mode) == ("c", "other-plan")
+    with pytest.raises(UsageError, match="--all cannot be combined with --other-plan"):
+        validate(elsewhere, PlanOptions(all=True, modes=("other-plan",)))
+
+
+def test_modes_are_refused_together_with_the_suites_reason_or_the_default_one():
+    suite = _moded_suite(
+        modes=[
+            Mode("self-test"),
+            Mode("ablate-x", conflicts={"self-test": "the self-test needs what ablation removes"}),
+            Mode("controls-only"),
+        ]
+    )
+    for given in (("self-test", "ablate-x"), ("ablate-x", "self-test")):
+        with pytest.raises(UsageError) as caught:
+            validate(suite, PlanOptions(modes=given))
+        # Named in the order the command line lists the flags, whatever order they came in.
+        assert str(caught.value) == (
+            "--self-test cannot be combined with --ablate-x: the self-test needs what ablation "
+            "removes"
+        )
+    with pytest.raises(
+        UsageError,
+        match="--ablate-x cannot be combined with --controls-only: they are separate proofs",
+    ):
+        validate(suite, PlanOptions(modes=("controls-only", "ablate-x")))
+
+
+def test_a_live_plan_refuses_a_mode_with_the_modes_own_reason():
+    suite = _moded_suite(modes=[Mode("ablate-x", live_refusal="ablation is an offline proof")])
+    with pytest.raises(
+        UsageError,
+        match="b is a live plan and does not accept --ablate-x: ablation is an offline proof",
+    ):
+        validate(suite, PlanOptions(eval_plan="b", modes=("ablate-x",), confirm_paid=True))
 
 
 def test_the_live_alias_selects_the_plan_the_suite_maps_it_to():
-    suite = _moded_suite(aliases={"--live-subjects-and-judge": "b"})
-    with pytest.raises(UsageError, match=r"b \(selected by --live-subjects-and-judge\) needs"):
-        validate(suite, PlanOptions(live_alias=True))
-    with pytest.raises(UsageError, match="does not provide --live-subjects-and-judge"):
-        validate(_moded_suite(), PlanOptions(live_alias=True))
+    suite = _moded_suite(aliases={"--live-compare": "b"})
+    with pytest.raises(UsageError, match=r"b \(selected by --live-compare\) needs"):
+        validate(suite, PlanOptions(aliases=("--live-compare",)))
+    with pytest.raises(UsageError, match="does not provide --live-compare"):
+        validate(_moded_suite(), PlanOptions(aliases=("--live-compare",)))
+    two = _moded_suite(aliases={"--live-compare": "b", "--offline-a": "a"})
+    with pytest.raises(UsageError, match="--live-compare cannot be combined with --offline-a"):
+        validate(two, PlanOptions(aliases=("--live-compare", "--offline-a")))
 
 
-def test_suite_refuses_unknown_modes_and_aliases():
-    with pytest.raises(ValueError, match="unknown mode"):
-        _moded_suite(modes={"self-tests"})
+def test_suite_refuses_malformed_modes_aliases_and_service_options():
+    with pytest.raises(ValueError, match="lower-case words joined by dashes"):
+        _moded_suite(modes={"Self Test"})
+    with pytest.raises(ValueError, match="reserved"):
+        _moded_suite(modes={"suite"})
+    with pytest.raises(ValueError, match="declared twice"):
+        _moded_suite(modes=["self-test", Mode("self-test")])
     with pytest.raises(TypeError, match="set of mode names"):
         _moded_suite(modes="self-test")
-    with pytest.raises(ValueError, match="not an alias flag"):
-        _moded_suite(aliases={"--live": "b"})
+    with pytest.raises(ValueError, match="is not a flag"):
+        _moded_suite(aliases={"live": "b"})
     with pytest.raises(ValueError, match="names plan 'zzz'"):
-        _moded_suite(aliases={"--live-subjects-and-judge": "zzz"})
+        _moded_suite(aliases={"--live-compare": "zzz"})
+    with pytest.raises(ValueError, match="also the flag of a mode"):
+        _moded_suite(modes={"x-mode"}, aliases={"--x-mode": "b"})
+    with pytest.raises(ValueError, match="runs plan 'b', which is not one of its offline plans"):
+        _moded_suite(modes=[Mode("m", plan="b")])
+    with pytest.raises(ValueError, match="conflicts with modes it does not offer: nope"):
+        _moded_suite(modes=[Mode("m", conflicts={"nope": "why"})])
     offline = FunctionPlan("a", PlanKind.OFFLINE, "d", unavailable_reason="later")
     with pytest.raises(ValueError, match="no default plan"):
         Suite("s", {"a": offline}, {}, modes={"self-test"})
+    with pytest.raises(ValueError, match="share a flag"):
+        _moded_suite(service_options=[ServiceFlag("--x", "h"), ServiceFlag("--x", "h", key="y")])
+    with pytest.raises(ValueError, match="is a switch"):
+        ServiceFlag("--x", "h", kind="on", default="a")
+    with pytest.raises(ValueError, match="not one of its choices"):
+        ServiceFlag("--x", "h", choices=("a",), default="b")
+    with pytest.raises(TypeError, match="is not a ServiceFlag"):
+        _moded_suite(service_options=["--x"])
 
 
-def test_the_shop_declares_every_mode_and_its_live_alias():
+def test_a_service_flag_takes_its_key_and_its_value_when_absent():
+    assert ServiceFlag("--regress", "h").key == "regress"
+    assert ServiceFlag("--regress", "h").initial is None
+    assert ServiceFlag("--no-desk", "h", key="desk", kind="off").initial is True
+    assert ServiceFlag("--list-ids", "h", kind="on").initial is False
+    assert ServiceFlag("--shape", "h", choices=("a", "b"), default="a").initial == "a"
+
+
+def test_the_shop_declares_every_mode_its_live_alias_and_its_serve_options():
     suite = load_suite()
-    assert suite.modes == {"self-test", "ablate-catalogue", "controls-only"}
+    assert [m.name for m in suite.declared_modes] == [
+        "self-test",
+        "ablate-catalogue",
+        "controls-only",
+    ]
     assert suite.aliases == {"--live-subjects-and-judge": "eval03-compare"}
+    assert [f.flag for f in suite.service_options] == [
+        "--architecture",
+        "--regress",
+        "--no-front-desk",
+        "--list-personas",
+    ]
 
 
 def test_a_blank_scenario_refusal_leaves_no_dangling_colon():

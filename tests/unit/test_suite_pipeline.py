@@ -126,6 +126,7 @@ PIPELINE: OfflinePipeline[Calculator] = OfflinePipeline(
     ablation=Ablation(
         lambda calculator: replace(calculator, off_by=1, label="broken"),
         lambda calculator: "one isolated defect: exit 1 is the expected signal",
+        mode="break-calculator",
     ),
 )
 
@@ -135,9 +136,7 @@ def _request(tmp_path: Path, mode: str = "suite") -> PlanRequest:
         plan="toy-offline",
         output=tmp_path / "store",
         json_report=tmp_path / "r.json",
-        self_test=mode == "self-test",
-        ablate_catalogue=mode == "ablate-catalogue",
-        controls_only=mode == "controls-only",
+        mode=mode,
     )
 
 
@@ -186,16 +185,18 @@ async def test_the_self_test_holds_the_declared_expectations(tmp_path: Path) -> 
 
 
 async def test_the_ablation_reports_its_note_and_its_measured_failure(tmp_path: Path) -> None:
-    outcome = await run_offline_mode(PIPELINE, _request(tmp_path, "ablate-catalogue"))
+    outcome = await run_offline_mode(PIPELINE, _request(tmp_path, "break-calculator"))
     assert outcome.exit_code is ExitCode.MEASURED_FAILURE
     assert "one isolated defect: exit 1 is the expected signal" in outcome.summary
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert report["mode"] == "break-calculator"
 
 
-@pytest.mark.parametrize("mode", ["controls-only", "self-test"])
+@pytest.mark.parametrize("mode", ["controls-only", "self-test", "ablate-catalogue"])
 async def test_a_mode_the_suite_does_not_declare_is_refused_by_name(
     tmp_path: Path, mode: str
 ) -> None:
-    bare = replace(PIPELINE, self_test=None)
+    bare = replace(PIPELINE, self_test=None)  # its ablation is named break-calculator
     outcome = await run_offline_mode(bare, _request(tmp_path, mode))
     assert outcome.exit_code is ExitCode.INVALID_ARGUMENTS
     assert f"--{mode}" in outcome.summary[0]

@@ -503,6 +503,7 @@ def record_offline_texts() -> list[str]:
 
     from vitrine import PlanRequest
     from vitrine_shop.evals.offline import run_mode
+    from vitrine_shop.evals.suite import SUITE
 
     recording: list[str] = []
     _recordings.append(recording)
@@ -511,9 +512,7 @@ def record_offline_texts() -> list[str]:
             base = PlanRequest(plan="offline-suite", output=Path(store))
             for request in (
                 base,
-                replace(base, self_test=True),
-                replace(base, ablate_catalogue=True),
-                replace(base, controls_only=True),
+                *(replace(base, mode=mode.name) for mode in SUITE.declared_modes),
             ):
                 asyncio.run(run_mode(request))
         return recording

@@ -1,7 +1,9 @@
 """The shop assistant as ``vitrine serve`` runs it: the suite's ``"service"`` component.
 
 :func:`create_assistant` builds a :class:`ShopAssistant` around the agent or the workflow, on
-the scripted model or a configured provider. Unless ``--no-front-desk`` turns it off, the
+the scripted model or a configured provider. The shop's own serve flags (declared in
+:data:`vitrine_shop.evals.suite.SERVICE_OPTIONS`) arrive in ``ServiceOptions.suite_options``
+and are read once, as :class:`ShopServing`. Unless ``--no-front-desk`` turns it off, the
 :mod:`~vitrine_shop.front_desk` answers first the turns a recommender must not improvise
 (policy, ordering, unknown products, nonsense); everything else is answered by the
 architecture from the whole conversation, exactly as the offline and live lanes run it. Every
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -42,6 +45,13 @@ from vitrine_shop.arms import shared_services
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import SKU_IN_TEXT
 from vitrine_shop.embeddings import MiniLMEmbedder, require_embedding_model
+from vitrine_shop.evals.suite import (
+    ARCHITECTURES,
+    BROKEN_MODEL,
+    REGRESSIONS,
+    REPEAT_OWNED,
+    SERVICE_OPTIONS,
+)
 from vitrine_shop.front_desk import FrontDesk, catalogue_vocabulary
 from vitrine_shop.memory import extract_constraints
 from vitrine_shop.tools import ToolBox
@@ -61,15 +71,12 @@ __all__ = [
     "BrokenModel",
     "RepeatOwnedModel",
     "ShopAssistant",
+    "ShopServing",
     "create_assistant",
     "in_process_assistant",
 ]
 
-ARCHITECTURES = ("agent", "workflow")
 PROVIDERS = ("scripted", "openai", "azure", "local")
-REPEAT_OWNED = "repeat-owned"
-BROKEN_MODEL = "broken-model"
-REGRESSIONS = (REPEAT_OWNED, BROKEN_MODEL)
 
 FRONT_DESK_LAYER = "front-desk"
 BROKEN_ANSWER = "Sorry, I am a broken model"
@@ -87,33 +94,62 @@ def create_assistant(options: ServiceOptions) -> ShopAssistant:
     return assistant
 
 
+@dataclass(frozen=True, slots=True)
+class ShopServing:
+    """The shop's own serve options, read from ``ServiceOptions.suite_options`` (an option the
+    caller left out takes its flag's default)."""
+
+    architecture: str
+    regress: str | None
+    front_desk: bool
+    list_personas: bool
+
+    @classmethod
+    def of(cls, options: ServiceOptions) -> ShopServing:
+        unknown = sorted(set(options.suite_options) - {flag.key for flag in SERVICE_OPTIONS})
+        if unknown:
+            raise ValueError(f"the shop's assistant has no option {', '.join(unknown)}")
+        value = {
+            flag.key: options.suite_options.get(flag.key, flag.initial) for flag in SERVICE_OPTIONS
+        }
+        regress = value["regress"]
+        return cls(
+            architecture=str(value["architecture"]),
+            regress=None if regress is None else str(regress),
+            front_desk=bool(value["front_desk"]),
+            list_personas=bool(value["list_personas"]),
+        )
+
+
 def _assistant(options: ServiceOptions) -> ShopAssistant:
-    if options.architecture not in ARCHITECTURES:
+    serving = ShopServing.of(options)
+    if serving.architecture not in ARCHITECTURES:
         raise ValueError(
-            f"unknown architecture {options.architecture!r}: the shop serves "
+            f"unknown architecture {serving.architecture!r}: the shop serves "
             + " or ".join(ARCHITECTURES)
         )
     if options.provider not in PROVIDERS:
         raise ValueError(
             f"unknown provider {options.provider!r}: choose one of {', '.join(PROVIDERS)}"
         )
-    if options.regress is not None and options.regress not in REGRESSIONS:
+    if serving.regress is not None and serving.regress not in REGRESSIONS:
         raise ValueError(
-            f"unknown regression {options.regress!r}: the shop offers {', '.join(REGRESSIONS)}"
+            f"unknown regression {serving.regress!r}: the shop offers {', '.join(REGRESSIONS)}"
         )
-    if options.regress == REPEAT_OWNED and options.architecture != "agent":
+    if serving.regress == REPEAT_OWNED and serving.architecture != "agent":
         raise ValueError(
             "the repeat-owned regression is planted in the agent's final answer: serve it with "
             "--architecture agent"
         )
-    return ShopAssistant(options)
+    return ShopAssistant(options, serving)
 
 
 class ShopAssistant:
     """Answers one conversation turn with the configured architecture behind the front desk."""
 
-    def __init__(self, options: ServiceOptions) -> None:
+    def __init__(self, options: ServiceOptions, serving: ShopServing) -> None:
         self.options = options
+        self.serving = serving
         self._services: ShopServices | None = None
         self._model: ChatModel | None = None
         self._desk: FrontDesk | None = None
@@ -123,13 +159,13 @@ class ShopAssistant:
     def description(self) -> dict[str, str]:
         described = {
             "subject": "vitrine-shop",
-            "architecture": self.options.architecture,
+            "architecture": self.serving.architecture,
             "provider": self.options.provider,
             "model": self._model.model_id if self._model is not None else "scripted-shop-1",
         }
-        if self.options.regress:
-            described["regress"] = self.options.regress
-        described["front_desk"] = "on" if self.options.front_desk else "off"
+        if self.serving.regress:
+            described["regress"] = self.serving.regress
+        described["front_desk"] = "on" if self.serving.front_desk else "off"
         return described
 
     @property
@@ -139,7 +175,9 @@ class ShopAssistant:
     def check_persona(self, persona_id: str | None) -> None:
         services = self._ready_services()
         if persona_id is not None and persona_id not in services.personas:
-            raise UnknownPersonaError(persona_id, sorted(services.personas))
+            # The ids are shown to the client only when the operator asked (--list-personas).
+            known = sorted(services.personas) if self.serving.list_personas else []
+            raise UnknownPersonaError(persona_id, known)
 
     async def warm_up(self) -> str | None:
         if self.options.provider != "scripted":
@@ -150,7 +188,7 @@ class ShopAssistant:
         # Loading the catalogue, its vectors and the embedding model takes seconds of CPU;
         # a thread keeps /health answering "not ready" meanwhile instead of hanging.
         self._services, desk, self._tool_names = await asyncio.to_thread(_load)
-        self._desk = desk if self.options.front_desk else None
+        self._desk = desk if self.serving.front_desk else None
         return None
 
     async def reply(self, persona_id: str | None, user_turns: Sequence[str]) -> AssistantReply:
@@ -180,7 +218,7 @@ class ShopAssistant:
                 ToolEvent(call.name, call.status.value) for call in response.tool_calls or ()
             ),
             facts=facts,
-            layer=self.options.architecture,
+            layer=self.serving.architecture,
         )
 
     # -- internals ------------------------------------------------------------------------
@@ -197,7 +235,7 @@ class ShopAssistant:
         request = ShopRequest(persona_id, tuple(user_turns))
         model = self._turn_model(services, persona_id, user_turns)
         try:
-            if self.options.architecture == "workflow":
+            if self.serving.architecture == "workflow":
                 return await ShopWorkflow(model, services).answer(request)
             return await ShopAgent(model, services).answer(request)
         except ProviderError as exc:
@@ -209,14 +247,14 @@ class ShopAssistant:
     def _turn_model(
         self, services: ShopServices, persona_id: str | None, user_turns: Sequence[str]
     ) -> ChatModel:
-        if self.options.regress == BROKEN_MODEL:
+        if self.serving.regress == BROKEN_MODEL:
             return BrokenModel()
         model = self._model
         if model is None:
             model = (
                 scripted.ScriptedShopModel()
             )  # per turn: a scripted model keeps per-trial counters
-        if self.options.regress == REPEAT_OWNED and persona_id is not None:
+        if self.serving.regress == REPEAT_OWNED and persona_id is not None:
             return RepeatOwnedModel(model, services, persona_id, user_turns)
         return model
 
@@ -228,7 +266,7 @@ def in_process_assistant(options: ServiceOptions, services: ShopServices) -> Sho
         raise ValueError("an in-process assistant runs the scripted provider only")
     assistant = _assistant(options)
     assistant._services = services
-    assistant._desk = _front_desk(services) if options.front_desk else None
+    assistant._desk = _front_desk(services) if assistant.serving.front_desk else None
     return assistant
 
 

@@ -31,7 +31,7 @@ from vitrine._board.runs import (
 from vitrine._board.setup import BOARD_MAX_REPETITIONS, JobRunner, SetupRequest, plan_choices
 from vitrine._board.trends import MAX_POINTS, trends_for
 from vitrine._redact import describe_exception
-from vitrine._suite import DEFAULT_SUITE, SuiteLoadError, load_suite
+from vitrine._suite import SuiteLoadError, load_suite
 from vitrine.redteam._report import write_run_html
 from vitrine.redteam._runs import (
     RunIntegrityError,
@@ -421,7 +421,7 @@ class Board:
     def _suite(self) -> Any:
 
         try:
-            return load_suite(self.suite_spec or DEFAULT_SUITE)
+            return load_suite(self.suite_spec or None)
         except SuiteLoadError as exc:
             raise BoardError(str(exc), 500) from exc
 

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vitrine._commandline import (
-    DEFAULT_SUITE,
     INFRASTRUCTURE,
     CommandRefusal,
     RefusingParser,
     add_suite_option,
     load_suite_or_refuse,
+    refused_as_command,
     run_command,
 )
 from vitrine._vocabulary import ExitCode
@@ -60,8 +60,11 @@ def main(argv: Sequence[str]) -> int:
 
 def _init(args: argparse.Namespace) -> int:
     from vitrine._ci.workflows import LAYERS, CiSettings, render_workflows
+    from vitrine._discovery import find_suite
 
-    spec = DEFAULT_SUITE if args.suite is None else args.suite
+    with refused_as_command():
+        # The workflows name the suite by its import path, however this command found it.
+        spec = find_suite(args.suite).spec
     suite = load_suite_or_refuse(spec)
     available = [
         layer

@@ -17,6 +17,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from vitrine._budget import Price, SpendCeiling
 from vitrine._outcomes import ExitCode
+from vitrine._suite_flags import NO_MODE
 from vitrine.errors import InvalidArgumentError, PlanUnavailableError, UsageError
 from vitrine.store._naming import resolve_root
 
@@ -105,6 +106,8 @@ class PlanRequest:
     ``scenarios`` and ``repetitions`` are already resolved: ``--scenario all`` (or no
     ``--scenario``) becomes every scenario id in suite order, and an absent ``--repetitions``
     becomes the plan's default. Plans that take no scenario receive an empty tuple.
+    ``mode`` names the offline mode the operator chose (``--self-test`` gives ``"self-test"``,
+    a suite's own ``--NAME`` gives ``"NAME"``), or ``"suite"`` for none: the plan reads it.
     ``output`` is the ``--output`` value as given; :meth:`output_root` resolves the run-store
     root from it (``--output`` > ``VITRINE_HOME`` > ``./.vitrine``).
     """
@@ -113,9 +116,7 @@ class PlanRequest:
     scenarios: tuple[str, ...] = ()
     repetitions: int = 1
     confirm_paid: bool = False
-    self_test: bool = False
-    ablate_catalogue: bool = False
-    controls_only: bool = False
+    mode: str = NO_MODE
     provider: ProviderName | None = None
     local_model: Path | None = None
     model: str | None = None
@@ -143,17 +144,6 @@ class PlanRequest:
         from vitrine.providers._config import provider_is_free  # noqa: PLC0415
 
         return self.confirm_paid or provider_is_free(self.provider)
-
-    @property
-    def mode(self) -> str:
-        """The offline mode this request selects ("suite" when none of the switches is set)."""
-        if self.self_test:
-            return "self-test"
-        if self.ablate_catalogue:
-            return "ablate-catalogue"
-        if self.controls_only:
-            return "controls-only"
-        return "suite"
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,34 +24,11 @@ from vitrine._plans.base import (
     UsageError,
 )
 from vitrine._suite import Suite
+from vitrine._suite_flags import NO_MODE, canonical_modes
 
 __all__ = ["PlanOptions", "validate"]
 
-# --live-subjects-and-judge is shorthand for the plan the suite maps it to (Suite.aliases).
-_ALIAS = "--live-subjects-and-judge"
-
-# The offline modes are separate proofs with separate expected exits; running two in one
-# process would leave the exit code meaning neither.
-_OFFLINE_MODES: tuple[tuple[str, str], ...] = (
-    ("self_test", "--self-test"),
-    ("ablate_catalogue", "--ablate-catalogue"),
-    ("controls_only", "--controls-only"),
-)
-_MODE_CONFLICT_REASON = {
-    frozenset({"--self-test", "--ablate-catalogue"}): (
-        "the self-test needs the healthy catalogue that ablation removes a SKU from, and "
-        "ablation's expected exit 1 would hide a failed self-test; run them one after the other"
-    ),
-}
-_DEFAULT_MODE_CONFLICT = "they are separate proofs with different expected exits; run them apart"
-
-_OFFLINE_ONLY_REASON = {
-    "--self-test": "the self-test proves the deterministic offline checks, not live models",
-    "--controls-only": "the registered controls perturb the offline evaluators, not live models",
-    "--ablate-catalogue": "catalogue ablation is an offline integrity proof",
-    "--json-report": "it writes the offline suite's report; live plans write session receipts",
-    "--html-report": "it writes the offline suite's report; live plans write session receipts",
-}
+_REPORT_ONLY_OFFLINE = "it writes the offline suite's report; live plans write session receipts"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,18 +36,18 @@ class PlanOptions:
     """The options as the operator gave them, before any rule is applied.
 
     ``repetitions`` keeps the raw text so that a non-integer can be refused with a message
-    rather than a parser trace; an int is accepted for programmatic callers.
+    rather than a parser trace; an int is accepted for programmatic callers. ``modes`` are the
+    names of the mode flags given (``("self-test",)`` for ``--self-test``), ``aliases`` the
+    suite's shorthand flags given (``("--live-compare",)``).
     """
 
     all: bool = False
     eval_plan: str | None = None
-    live_alias: bool = False
+    aliases: tuple[str, ...] = ()
     scenario: str | None = None
     repetitions: str | int | None = None
     confirm_paid: bool = False
-    self_test: bool = False
-    ablate_catalogue: bool = False
-    controls_only: bool = False
+    modes: tuple[str, ...] = ()
     provider: str | None = None
     local_model: Path | None = None
     model: str | None = None
@@ -84,10 +61,6 @@ class PlanOptions:
     max_cost: str | float | None = None
     price_table: Path | None = None
 
-    @property
-    def modes(self) -> tuple[str, ...]:
-        return tuple(flag for attr, flag in _OFFLINE_MODES if getattr(self, attr))
-
 
 def validate(
     suite: Suite,
@@ -98,7 +71,7 @@ def validate(
 ) -> tuple[Plan, PlanRequest]:
     """Apply every rule; return the selected plan and its resolved request, or raise UsageError."""
     plan = _select_plan(suite, options)
-    _check_kind(plan, options)
+    _check_kind(suite, plan, options)
     scenarios = _resolve_scenarios(suite, plan, options.scenario)
     repetitions = _resolve_repetitions(plan, options.repetitions)
     provider = _check_provider(options)
@@ -112,9 +85,7 @@ def validate(
         scenarios=scenarios,
         repetitions=repetitions,
         confirm_paid=options.confirm_paid,
-        self_test=options.self_test,
-        ablate_catalogue=options.ablate_catalogue,
-        controls_only=options.controls_only,
+        mode=options.modes[0] if options.modes else NO_MODE,
         provider=provider,
         local_model=options.local_model,
         model=options.model,
@@ -133,31 +104,40 @@ def validate(
 
 def _select_plan(suite: Suite, options: PlanOptions) -> Plan:
     name = options.eval_plan
-    if options.live_alias:
-        aliased = suite.alias(_ALIAS)
+    alias = _alias(options)
+    if alias is not None:
+        aliased = suite.alias(alias)
         if name is not None and name != aliased:
             raise UsageError(
-                f"{_ALIAS} is shorthand for --eval-plan {aliased}; it cannot be "
+                f"{alias} is shorthand for --eval-plan {aliased}; it cannot be "
                 f"combined with --eval-plan {name}"
             )
         name = aliased
     if options.all and name is not None:
-        chosen = _ALIAS if options.live_alias else f"--eval-plan {name}"
+        chosen = alias if alias is not None else f"--eval-plan {name}"
         raise UsageError(
             f"--all cannot be combined with {chosen}: --all selects the strict offline suite "
             "and the other selects a different plan; choose one"
         )
-    modes = options.modes
+    modes = _ordered_modes(suite, options.modes)
     if len(modes) > 1:
-        reason = _MODE_CONFLICT_REASON.get(frozenset(modes[:2]), _DEFAULT_MODE_CONFLICT)
-        raise UsageError(f"{modes[0]} cannot be combined with {modes[1]}: {reason}")
-    for flag in modes:
-        suite.require_mode(flag)
+        # The modes are separate proofs with separate expected exits; running two in one
+        # process would leave the exit code meaning neither.
+        reason = suite.conflict(modes[0], modes[1])
+        raise UsageError(f"--{modes[0]} cannot be combined with --{modes[1]}: {reason}")
+    declared = [suite.require_mode(mode) for mode in modes]
     if name is not None:
         return suite.plan(name)
+    if declared and declared[0].plan is not None:
+        if options.all and declared[0].plan != suite.default_plan:
+            raise UsageError(
+                f"--all cannot be combined with {declared[0].flag}: the mode runs plan "
+                f"{declared[0].plan}, not the suite's offline plan; choose one"
+            )
+        return suite.plan(declared[0].plan)
     if options.all or modes:
         if suite.default_plan is None:
-            chosen = "--all" if options.all else modes[0]
+            chosen = "--all" if options.all else f"--{modes[0]}"
             raise UsageError(
                 f"{chosen} runs the suite's offline plan, and suite {suite.name} declares none; "
                 f"choose a plan with --eval-plan ({', '.join(suite.plans)})"
@@ -169,7 +149,25 @@ def _select_plan(suite: Suite, options: PlanOptions) -> Plan:
     )
 
 
-def _check_kind(plan: Plan, options: PlanOptions) -> None:
+def _alias(options: PlanOptions) -> str | None:
+    """The one shorthand flag given, if any; two shorthands name two plans."""
+    given = list(dict.fromkeys(options.aliases))
+    if len(given) > 1:
+        raise UsageError(
+            f"{given[0]} cannot be combined with {given[1]}: each is shorthand for a plan of "
+            "its own; choose one"
+        )
+    return given[0] if given else None
+
+
+def _ordered_modes(suite: Suite, given: tuple[str, ...]) -> tuple[str, ...]:
+    """The modes given, once each, in the order the command line lists their flags."""
+    order = canonical_modes(mode.name for mode in suite.declared_modes)
+    distinct = list(dict.fromkeys(given))
+    return tuple(sorted(distinct, key=lambda m: order.index(m) if m in order else len(order)))
+
+
+def _check_kind(suite: Suite, plan: Plan, options: PlanOptions) -> None:
     if plan.kind is PlanKind.OFFLINE:
         for flag, value in (
             ("--provider", options.provider),
@@ -182,19 +180,16 @@ def _check_kind(plan: Plan, options: PlanOptions) -> None:
                     "local deterministic providers, so there is no model service to choose"
                 )
         return
-    offline_switches = (
-        ("--self-test", options.self_test),
-        ("--controls-only", options.controls_only),
-        ("--ablate-catalogue", options.ablate_catalogue),
-        ("--json-report", options.json_report is not None),
-        ("--html-report", options.html_report is not None),
-    )
-    for flag, given in offline_switches:
-        if given:
-            raise UsageError(
-                f"{plan.name} is a {plan.kind.value} plan and does not accept {flag}: "
-                f"{_OFFLINE_ONLY_REASON[flag]}"
-            )
+    offline_switches = [(f"--{mode}", suite.live_refusal(mode)) for mode in options.modes]
+    if options.json_report is not None:
+        offline_switches.append(("--json-report", _REPORT_ONLY_OFFLINE))
+    if options.html_report is not None:
+        offline_switches.append(("--html-report", _REPORT_ONLY_OFFLINE))
+    if offline_switches:
+        flag, reason = offline_switches[0]
+        raise UsageError(
+            f"{plan.name} is a {plan.kind.value} plan and does not accept {flag}: {reason}"
+        )
 
 
 def _resolve_scenarios(suite: Suite, plan: Plan, selection: str | None) -> tuple[str, ...]:
@@ -293,7 +288,8 @@ def _check_paid(plan: Plan, options: PlanOptions, provider: ProviderName | None)
     judge = _check_judge_provider(options.judge_provider)
     if provider_is_free(provider) and (judge is None or provider_is_free(judge)):
         return
-    via = f" (selected by {_ALIAS})" if options.live_alias else ""
+    alias = _alias(options)
+    via = f" (selected by {alias})" if alias is not None else ""
     raise UsageError(
         f"{plan.name}{via} needs --confirm-paid: the plan calls paid model services, so the "
         "spend must be confirmed explicitly (--provider local, or an OpenAI-compatible server "

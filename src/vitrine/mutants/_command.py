@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vitrine._commandline import (
-    DEFAULT_SUITE,
     INFRASTRUCTURE,
     CommandRefusal,
     RefusingParser,
@@ -138,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
     from vitrine.mutants._writer import refuse_directory
     from vitrine.store._naming import blocking_file
 
-    spec = DEFAULT_SUITE if args.suite is None else args.suite
+    spec = args.suite
     try:
         if args.list:
             given = _run_options(args)

@@ -30,10 +30,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from vitrine._discovery import find_suite
 from vitrine._outcomes import ExitCode
 from vitrine._plans.base import UsageError
 from vitrine._redact import sanitize_text
-from vitrine._suite import DEFAULT_SUITE, load_suite
+from vitrine._suite import load_suite
 from vitrine.errors import MutantRunError
 from vitrine.mutants._catalogue import (
     CatalogueImportError,
@@ -91,7 +92,7 @@ def select_mutants(mutants: Sequence[Mutant], only: Sequence[str] | None) -> lis
 
 
 async def run_mutants(
-    suite: str = DEFAULT_SUITE,
+    suite: str | None = None,
     *,
     only: Sequence[str] | None = None,
     jobs: int = DEFAULT_JOBS,
@@ -104,8 +105,9 @@ async def run_mutants(
 ) -> MutantMatrix:
     """Run the healthy baseline and every selected mutant; write and return the kill matrix.
 
+    ``suite`` None is the suite every command finds (the project's, else the installed one).
     With ``generate`` the mutants generated from the suite's seams run after the catalogue's.
-    Raises :class:`~vitrine._plans.base.UsageError` for a request that cannot run as stated
+    Raises :class:`~vitrine.UsageError` for a request that cannot run as stated
     (no catalogue, unknown ids, bad limits) and :class:`MutantRunError` when the result would
     mean nothing (the healthy subject does not pass, the catalogue cannot be imported).
     """
@@ -114,7 +116,9 @@ async def run_mutants(
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if not timeout_s > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
-    loaded = load_suite(suite)
+    # Found once, here: every worker then loads the very suite the baseline ran.
+    spec = find_suite(suite).spec
+    loaded = load_suite(spec)
     try:
         declared = suite_mutants(loaded, generate=generate)
     except CatalogueImportError as exc:
@@ -138,7 +142,7 @@ async def run_mutants(
 
     healthy = await _run_worker(
         WorkerJob(
-            suite=suite,
+            suite=spec,
             plan=plan,
             mutant=None,
             store=str(session / HEALTHY_FOLDER),
@@ -167,7 +171,7 @@ async def run_mutants(
         async with limit:
             finished = await _run_worker(
                 WorkerJob(
-                    suite=suite,
+                    suite=spec,
                     plan=plan,
                     mutant=mutant.id,
                     store=str(session / mutant.id),

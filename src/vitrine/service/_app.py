@@ -88,7 +88,6 @@ class ServiceConfig:
     delta_chars: int = 48
     docs: bool = False  # serve /docs, /redoc and /openapi.json
     health_details: bool = False  # /health also reports session and request counts
-    list_personas: bool = False  # an unknown-persona error lists the known persona ids
     bind_sessions: bool = True  # a session answers only the client address that opened it
     sessions_per_client: int | None = 50  # one client's load evicts its own sessions first
 
@@ -362,7 +361,7 @@ def _session_for(state: _State, body: ChatBody, client: str) -> Session:
         state.assistant.check_persona(body.persona_id)
     except UnknownPersonaError as exc:
         detail = f"unknown persona {exc.persona_id!r}"
-        if state.config.list_personas:
+        if exc.known:  # the assistant lists them only when its operator allowed it
             detail += "; known personas: " + ", ".join(exc.known[:20])
         # 404, like an unknown session: the request is well formed but names nothing we have.
         raise ProblemError(404, "unknown-persona", "Unknown persona", detail) from None

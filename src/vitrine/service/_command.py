@@ -1,9 +1,11 @@
 """``vitrine serve``: run a suite's assistant as an HTTP service until interrupted.
 
 Exit codes follow the main command: 0 after a clean stop, 2 for invalid arguments (including
-a provider or regression the suite's assistant refuses, or a log file that cannot be opened),
-4 when the service cannot start. The address is bound before the suite loads, so a port in
-use or an address that is not this machine's is reported at once.
+an option the suite's assistant refuses, or a log file that cannot be opened), 4 when the
+service cannot start. The suite's own flags (its :class:`~vitrine.pipeline.ServiceFlag`
+declarations) are offered beside vitrine's and reach its assistant factory as
+``ServiceOptions.suite_options``. The address is bound before the suite's assistant is built,
+so a port in use or an address that is not this machine's is reported at once.
 """
 
 from __future__ import annotations
@@ -25,14 +27,17 @@ from vitrine._commandline import (
     USAGE,
     CommandRefusal,
     RefusingParser,
+    add_suite_flag,
     add_suite_option,
-    load_suite_or_refuse,
-    run_command,
+    component_or_refuse,
+    run_suite_command,
 )
 from vitrine._vocabulary import ExitCode
 
 if TYPE_CHECKING:
     import uvicorn
+
+    from vitrine._suite import Suite
 
 __all__ = ["build_parser", "main", "uvicorn_config"]
 
@@ -72,22 +77,21 @@ def _bounded_int(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(suite: Suite | None = None) -> argparse.ArgumentParser:
+    """The parser of ``vitrine serve``, with the flags ``suite`` declares when it is given."""
     parser = RefusingParser(
         prog=PROG,
         description=(
             "Serve the suite's conversational assistant over HTTP: POST /v1/chat streams "
             "server-sent events, GET /health reports readiness (GET /docs shows the schema "
-            "with --docs)."
+            "with --docs). The suite's own flags are listed by vitrine serve --suite "
+            "MODULE:ATTR --help."
         ),
         allow_abbrev=False,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
         "--port", type=_bounded_int(1, 65535), default=8000, help="port to bind (default 8000)"
-    )
-    parser.add_argument(
-        "--architecture", choices=("agent", "workflow"), default="agent", help="assistant shape"
     )
     parser.add_argument(
         "--provider",
@@ -97,19 +101,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--model", metavar="NAME", help="model or deployment name")
     parser.add_argument("--local-model", metavar="PATH", help="a local GGUF model file")
-    parser.add_argument(
-        "--regress",
-        metavar="NAME",
-        help="serve a deliberately regressed assistant to prove tests catch it (the shop "
-        "offers repeat-owned and broken-model)",
-    )
-    parser.add_argument(
-        "--no-front-desk",
-        dest="front_desk",
-        action="store_false",
-        help="send every turn to the assistant's architecture, even those a front desk would "
-        "answer with a fixed reply (policy, ordering, unknown products, nonsense)",
-    )
     add_suite_option(parser, component="service")
     parser.add_argument(
         "--reply-timeout",
@@ -174,11 +165,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="/health also reports session and request counts",
     )
     security.add_argument(
-        "--list-personas",
-        action="store_true",
-        help="an unknown-persona error lists the persona ids the assistant knows",
-    )
-    security.add_argument(
         "--trust-forwarded",
         action="store_true",
         help="take the client address from X-Forwarded-For when the request comes from a "
@@ -193,15 +179,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-file", type=Path, metavar="PATH", help="also append the service log here"
     )
+    if suite is not None and suite.service_options:
+        _add_suite_flags(parser, suite)
     return parser
+
+
+# The namespace keeps the suite's values apart from vitrine's own under this prefix.
+_SUITE_DEST = "suite_option:"
+
+
+def _add_suite_flags(parser: argparse.ArgumentParser, suite: Suite) -> None:
+    own = parser.add_argument_group(f"options of suite {suite.name}")
+    for item in suite.service_options:
+        settings: dict[str, Any] = {"dest": _SUITE_DEST + item.key, "help": item.help}
+        if item.kind == "value":
+            settings.update(default=item.default, metavar=item.metavar or "VALUE")
+            if item.choices:
+                settings.update(choices=item.choices, metavar=None)
+        else:
+            settings["action"] = "store_true" if item.kind == "on" else "store_false"
+        add_suite_flag(own, suite.name, item.flag, **settings)
 
 
 def main(argv: Sequence[str]) -> int:
     """Run ``vitrine serve`` until interrupted; return the exit code."""
-    return run_command(PROG, build_parser(), argv, _start)
+    return run_suite_command(PROG, build_parser, argv, _start, _service_flags)
 
 
-def _start(args: argparse.Namespace) -> int:
+def _service_flags(suite: Suite) -> tuple[str, ...]:
+    return suite.own_flags(service=True)
+
+
+def _start(args: argparse.Namespace, suite: Suite) -> int:
     proxies = _trusted_proxies(args.trust_forwarded, args.forwarded_allow_ips)
     if args.sessions_per_client > args.max_sessions:
         raise CommandRefusal(
@@ -211,26 +220,30 @@ def _start(args: argparse.Namespace) -> int:
     with _service_logging(args.log_file):
         sock = _bind(args.host, args.port)
         with sock:
-            return _serve(args, sock, proxies)
+            return _serve(args, suite, sock, proxies)
 
 
-def _serve(args: argparse.Namespace, sock: socket.socket, proxies: list[str] | None) -> int:
+def _serve(
+    args: argparse.Namespace, suite: Suite, sock: socket.socket, proxies: list[str] | None
+) -> int:
     from vitrine._redact import describe_exception
     from vitrine.service._protocol import ServiceOptions
 
     options = ServiceOptions(
-        architecture=args.architecture,
         provider=args.provider,
         model=args.model,
         local_model=args.local_model,
-        regress=args.regress,
-        front_desk=args.front_desk,
         max_output_tokens=args.max_output_tokens,
+        suite_options={
+            key.removeprefix(_SUITE_DEST): value
+            for key, value in vars(args).items()
+            if key.startswith(_SUITE_DEST)
+        },
     )
-    factory = load_suite_or_refuse(args.suite, "service")
+    factory = component_or_refuse(suite, "service")
     try:
         assistant = factory(options)
-    except ValueError as exc:  # includes UsageError: a provider or regression it refuses
+    except ValueError as exc:  # includes UsageError: an option it refuses
         raise CommandRefusal(str(exc), USAGE) from None
     except ModuleNotFoundError as exc:
         # A missing dependency (the suite's embedding model, say) is refused before the service
@@ -254,7 +267,6 @@ def _serve(args: argparse.Namespace, sock: socket.socket, proxies: list[str] | N
         reply_timeout_s=args.reply_timeout,
         docs=args.docs,
         health_details=args.health_details,
-        list_personas=args.list_personas,
         bind_sessions=args.bind_sessions,
         sessions_per_client=args.sessions_per_client,
     )

@@ -8,7 +8,7 @@ expire conversations without the assistant's help.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -27,16 +27,18 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ServiceOptions:
-    """The start-up choices ``vitrine serve`` passes to a suite's assistant factory."""
+    """The start-up choices ``vitrine serve`` passes to a suite's assistant factory.
 
-    architecture: str = "agent"
+    ``suite_options`` holds the values of the suite's own serve flags (its
+    :class:`~vitrine.pipeline.ServiceFlag` declarations), by key, each at its default when the
+    flag was not given; vitrine reads none of them.
+    """
+
     provider: str = "scripted"
     model: str | None = None
     local_model: str | None = None
-    regress: str | None = None
-    # A suite may answer some turns before its architecture (a front desk); off, it must not.
-    front_desk: bool = True
     max_output_tokens: int | None = None  # None: the provider configuration's ceiling
+    suite_options: Mapping[str, str | bool | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,11 @@ class Assistant(Protocol):
         ...
 
     def check_persona(self, persona_id: str | None) -> None:
-        """Raise :class:`UnknownPersonaError` for a persona the assistant cannot serve."""
+        """Raise :class:`UnknownPersonaError` for a persona the assistant cannot serve.
+
+        The error's ``known`` ids are shown to the client: an assistant lists them only when
+        its operator asked it to, since they say who the assistant knows.
+        """
         ...
 
     async def warm_up(self) -> str | None:

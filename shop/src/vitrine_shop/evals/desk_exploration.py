@@ -200,7 +200,9 @@ def served_assistant_arm(
 
     async def subject(case: Case) -> SubjectResponse:
         if not assistants:
-            options = ServiceOptions(architecture=ARCHITECTURE, front_desk=True)
+            options = ServiceOptions(
+                suite_options={"architecture": ARCHITECTURE, "front_desk": True}
+            )
             assistants.append(in_process_assistant(options, services()))
         assistant = assistants[0]
         request = ShopRequest.from_case_input(case.input)

@@ -48,6 +48,7 @@ from vitrine_shop.evals.desk_exploration import SERVED_ARM
 from vitrine_shop.evals.evidence import EvidenceRuns, ShopUnderTest, produce_evidence
 from vitrine_shop.evals.exploration import FRESH_ARM
 from vitrine_shop.evals.production import production_checks
+from vitrine_shop.evals.suite import ABLATE_CATALOGUE
 
 __all__ = [
     "OFFLINE_NODES",
@@ -163,7 +164,7 @@ PIPELINE: OfflinePipeline[ShopUnderTest] = OfflinePipeline(
         _self_test_failures,
         "every registration, census, journal, healthy and ablated expectation held",
     ),
-    ablation=Ablation(replace_catalogue, _ablation_note),
+    ablation=Ablation(replace_catalogue, _ablation_note, mode=ABLATE_CATALOGUE),
 )
 
 OFFLINE_NODES = PIPELINE.nodes()

@@ -1,9 +1,13 @@
-"""The default suite: the shop assistant's offline, live and safety plans.
+"""The shop's suite: the shop assistant's offline, live and safety plans, its modes and its
+serve options.
 
 Every plan declares its rules here (repetitions, scenario selection, cost) so the command line
 validates a request before any plan code is imported. A plan that is not built in this version
 is declared unavailable with an honest reason rather than left out: its rules are part of the
-contract already.
+contract already. The shop's own flags are declared here too: ``--ablate-catalogue`` (a mode of
+the offline plan), ``--live-subjects-and-judge`` (shorthand for ``--eval-plan eval03-compare``),
+and the ``vitrine serve`` options of its assistant (``--architecture``, ``--regress``,
+``--no-front-desk``, ``--list-personas``).
 
 This module must stay cheap to import (no pydantic, scipy or model code): it is loaded for
 every command, including refused ones. Scenario details come from the shop's registry only
@@ -16,11 +20,28 @@ from collections.abc import Mapping
 
 from vitrine import PlanOutcome, PlanRequest, Suite
 from vitrine.live import FunctionPlan, PlanKind, RepetitionRule
-from vitrine.pipeline import LazyScenarios, ScenarioInfo
+from vitrine.pipeline import LazyScenarios, Mode, ScenarioInfo, ServiceFlag
 
-__all__ = ["OFFLINE_PLAN", "SCENARIO_IDS", "SUITE"]
+__all__ = [
+    "ABLATE_CATALOGUE",
+    "ARCHITECTURES",
+    "BROKEN_MODEL",
+    "OFFLINE_PLAN",
+    "REGRESSIONS",
+    "REPEAT_OWNED",
+    "SCENARIO_IDS",
+    "SERVICE_OPTIONS",
+    "SUITE",
+]
 
 OFFLINE_PLAN = "offline-suite"
+# The offline plan's own mode: the whole suite on a catalogue with one SKU removed.
+ABLATE_CATALOGUE = "ablate-catalogue"
+
+ARCHITECTURES = ("agent", "workflow")
+REPEAT_OWNED = "repeat-owned"
+BROKEN_MODEL = "broken-model"
+REGRESSIONS = (REPEAT_OWNED, BROKEN_MODEL)
 
 # The four live use-case scenarios, fixed by the protocol; the registry is checked against
 # them when details are first read.
@@ -159,6 +180,45 @@ _PLANS = (
     ),
 )
 
+_MODES = (
+    Mode("self-test"),
+    Mode(
+        ABLATE_CATALOGUE,
+        help="run the offline suite on a catalogue with one SKU removed: the gates must catch "
+        "it (expected exit 1)",
+        live_refusal="catalogue ablation is an offline integrity proof",
+        conflicts={
+            "self-test": "the self-test needs the healthy catalogue that ablation removes a SKU "
+            "from, and ablation's expected exit 1 would hide a failed self-test; run them one "
+            "after the other"
+        },
+    ),
+    Mode("controls-only"),
+)
+
+# vitrine serve's options of the shop's assistant (read by vitrine_shop.served_assistant).
+SERVICE_OPTIONS = (
+    ServiceFlag("--architecture", "assistant shape", choices=ARCHITECTURES, default="agent"),
+    ServiceFlag(
+        "--regress",
+        "serve a deliberately regressed assistant to prove tests catch it: "
+        + " or ".join(REGRESSIONS),
+        metavar="NAME",
+    ),
+    ServiceFlag(
+        "--no-front-desk",
+        "send every turn to the assistant's architecture, even those a front desk would answer "
+        "with a fixed reply (policy, ordering, unknown products, nonsense)",
+        key="front_desk",
+        kind="off",
+    ),
+    ServiceFlag(
+        "--list-personas",
+        "an unknown-persona error lists the persona ids the assistant knows",
+        kind="on",
+    ),
+)
+
 SUITE = Suite(
     name="vitrine-shop",
     description="the reference shop recommendation assistant, as agent and as workflow",
@@ -172,6 +232,7 @@ SUITE = Suite(
         "mutants": "vitrine_shop.evals.mutants:CATALOGUE",
         "seams": "vitrine_shop.evals.mutants.seams:SEAMS",
     },
-    modes=frozenset({"self-test", "ablate-catalogue", "controls-only"}),
+    modes=_MODES,
     aliases={"--live-subjects-and-judge": "eval03-compare"},
+    service_options=SERVICE_OPTIONS,
 )
