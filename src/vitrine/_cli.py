@@ -41,7 +41,7 @@ from vitrine._commandline import (
     parse_with_suite,
     print_error,
 )
-from vitrine._suite_flags import CONTROLS_ONLY, PROTOCOL_MODES, SELF_TEST, canonical_modes
+from vitrine._modes import CONTROLS_ONLY, PROTOCOL_MODES, SELF_TEST, canonical_modes
 from vitrine._vocabulary import ExitCode
 
 if TYPE_CHECKING:

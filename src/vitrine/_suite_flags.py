@@ -1,21 +1,20 @@
 """The flags a suite adds to vitrine's commands: its offline modes and its serve options.
 
-The harness owns the protocol's two modes (``--self-test``, ``--controls-only``), which a suite
-may declare or not; every other mode, shorthand and serve option is the suite's own, named and
-explained by the suite, and offered on the command line only when that suite is the one loaded.
-
-Only the standard library and the error tree are imported: the command line builds its
-parser from these.
+The harness owns the protocol's two modes (``--self-test``, ``--controls-only``, see
+:mod:`vitrine._modes`), which a suite may declare or not; every other mode, shorthand and serve
+option is the suite's own, named and explained by the suite, and offered on the command line
+only when that suite is the one loaded.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from vitrine._modes import CONTROLS_ONLY, NO_MODE, PROTOCOL_MODES, SELF_TEST, canonical_modes
 from vitrine.errors import InvalidArgumentError
 
 __all__ = [
@@ -28,33 +27,6 @@ __all__ = [
     "canonical_modes",
     "check_alias_flag",
 ]
-
-SELF_TEST = "self-test"
-CONTROLS_ONLY = "controls-only"
-# request.mode when the operator chose no mode: the ordinary evaluation.
-NO_MODE = "suite"
-
-
-@dataclass(frozen=True, slots=True)
-class _ProtocolMode:
-    help: str
-    live_refusal: str
-
-
-# The protocol's modes: their flags exist for every suite (and are refused by name for one that
-# does not declare them), so their words are the harness's, not a suite's.
-PROTOCOL_MODES: Mapping[str, _ProtocolMode] = MappingProxyType(
-    {
-        SELF_TEST: _ProtocolMode(
-            "run the suite's self-test mode (suites that declare it)",
-            "the self-test proves the deterministic offline checks, not live models",
-        ),
-        CONTROLS_ONLY: _ProtocolMode(
-            "run only the suite's registered controls (suites that declare it)",
-            "the registered controls perturb the offline evaluators, not live models",
-        ),
-    }
-)
 
 _WORD = r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*"
 _MODE_NAME = re.compile(_WORD)
@@ -109,13 +81,6 @@ class Mode:
     @property
     def flag(self) -> str:
         return f"--{self.name}"
-
-
-def canonical_modes(declared: Iterable[str]) -> tuple[str, ...]:
-    """Every mode flag in the order the command line lists (and refusals name) them: the
-    self-test first, the suite's own modes as declared, the controls last."""
-    own = [name for name in declared if name not in PROTOCOL_MODES]
-    return (SELF_TEST, *own, CONTROLS_ONLY)
 
 
 ServiceFlagKind = Literal["value", "on", "off"]
