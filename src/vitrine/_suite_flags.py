@@ -93,8 +93,8 @@ class ServiceFlag:
 
     ``kind`` is ``"value"`` (the flag takes a value: one of ``choices`` when given, else
     ``default``), ``"on"`` (present: True, absent: False) or ``"off"`` (present: False, absent:
-    True, as ``--no-front-desk`` turns a default-on feature off). ``key`` defaults to the
-    flag's words joined by underscores (``--regress`` → ``regress``).
+    True, as ``--no-cache`` with ``key="cache"`` turns a default-on feature off). ``key``
+    defaults to the flag's words joined by underscores (``--max-depth`` → ``max_depth``).
     """
 
     flag: str

@@ -140,7 +140,7 @@ class GateBenchmark(Generic[S]):
     checks: Callable[[], Sequence[AdmittedCheck]]
     produce: Callable[[EvidenceRequest[S]], Awaitable[Evidence]]
     # The arm the gate benchmark records, named after the subject variant it observed, and
-    # the same variant in words ("the ablated shop").
+    # the same variant in words ("the ablated subject").
     arm_id: Callable[[S], str] = lambda subject: "subject"
     describe: Callable[[S], str] = lambda subject: "subject"
 
