@@ -61,7 +61,7 @@ from vitrine._floors import ChanceFloor
 from vitrine._outcomes import Observation
 from vitrine.providers._base import ChatCompletion, ChatMessage, ChatRequest
 from vitrine.providers._openai_compat import OpenAICompatibleModel, _completion
-from vitrine.providers._retry import RetryPolicy
+from vitrine.providers._retry import ProviderBackoff
 from vitrine.store import RunStore
 from vitrine.testing import FakeOpenAIServer, FakeReply
 
@@ -84,7 +84,7 @@ class _SdkPathModel(OpenAICompatibleModel):
             "bench-model",
             api_key="bench-key",
             base_url=base_url,
-            retry=RetryPolicy(max_retries=0),
+            retry=ProviderBackoff(max_retries=0),
             timeout_s=_TIMEOUT_S,
         )
         self._sdk = openai.AsyncOpenAI(
@@ -111,7 +111,7 @@ def _model(client: str, base_url: str, concurrency: int) -> OpenAICompatibleMode
         "bench-model",
         api_key="bench-key",
         base_url=base_url,
-        retry=RetryPolicy(max_retries=0),
+        retry=ProviderBackoff(max_retries=0),
         timeout_s=_TIMEOUT_S,
         max_connections=concurrency,
     )

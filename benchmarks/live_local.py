@@ -30,7 +30,7 @@ from vitrine import PlanRequest
 from vitrine.providers._base import ChatMessage, ChatModel, ChatRequest
 from vitrine.providers._local import SMOLLM2_135M_INSTRUCT, LocalGGUFModel
 from vitrine.providers._openai_compat import OpenAICompatibleModel
-from vitrine.providers._retry import RetryPolicy
+from vitrine.providers._retry import ProviderBackoff
 from vitrine_shop.evals.live.plans import EVAL01, EVAL02, LOCAL_AGENT_BUDGET
 from vitrine_shop.evals.live.session import LiveOptions, run_live_plan
 
@@ -116,7 +116,7 @@ async def main() -> None:
     try:
         url = f"http://127.0.0.1:{port}/v1"
         model = OpenAICompatibleModel(
-            "smollm2", api_key="not-needed", base_url=url, retry=RetryPolicy(max_retries=0),
+            "smollm2", api_key="not-needed", base_url=url, retry=ProviderBackoff(max_retries=0),
             token_limit_parameter="max_tokens",
         )  # fmt: skip
         rate, produced = await tokens_per_second(model)

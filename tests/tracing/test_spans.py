@@ -18,7 +18,7 @@ from vitrine.providers._base import (
     ProviderError,
     ProviderFailure,
 )
-from vitrine.providers._retry import RetryPolicy, call_with_retry
+from vitrine.providers._retry import ProviderBackoff, call_with_retry
 from vitrine.tracing._langfuse import Score, ScoreSender
 from vitrine.tracing._settings import LangfuseTarget, TraceSettings
 
@@ -130,7 +130,7 @@ async def test_retries_inside_a_traced_call_are_events_on_its_one_chat_span(expo
                     raise failures.pop()
                 return await _Model.complete(self, request)
 
-            policy = RetryPolicy(max_retries=2, base_delay_s=0.0, max_delay_s=0.0)
+            policy = ProviderBackoff(max_retries=2, base_delay_s=0.0, max_delay_s=0.0)
             return await call_with_retry(attempt, policy, model_id=self.model_id)
 
     await tracing.complete(Flaky(), _request())
@@ -148,7 +148,9 @@ async def test_the_retry_loop_alone_opens_the_chat_span_of_its_provider(exported
     async def attempt() -> ChatCompletion:
         return ChatCompletion("ok", model="claude-x")
 
-    await call_with_retry(attempt, RetryPolicy(), model_id="anthropic:claude-x", purpose="agent")
+    await call_with_retry(
+        attempt, ProviderBackoff(), model_id="anthropic:claude-x", purpose="agent"
+    )
     tracing.shutdown()
     (span,) = exporter.get_finished_spans()
     attrs = dict(span.attributes or {})

@@ -19,7 +19,7 @@ from vitrine.providers._base import (
     ToolSpec,
 )
 from vitrine.providers._config import ProviderConfig, create_chat_model, readiness
-from vitrine.providers._retry import RetryPolicy, record_attempts
+from vitrine.providers._retry import ProviderBackoff, record_attempts
 from vitrine.testing import FakeReply, FakeToolCall
 from vitrine.testing._anthropic_server import FakeAnthropicServer
 
@@ -153,4 +153,4 @@ async def test_a_reply_without_text_or_tool_use_is_a_bad_response():
         with pytest.raises(ProviderError) as caught:
             await model.complete(ChatRequest((ChatMessage("user", "hi"),)))
     assert caught.value.failure is ProviderFailure.BAD_RESPONSE
-    assert RetryPolicy().max_retries == 3  # the default policy is untouched by the config
+    assert ProviderBackoff().max_retries == 3  # the default policy is untouched by the config

@@ -24,13 +24,13 @@ from vitrine.providers._base import (
 from vitrine.providers._openai_compat import OpenAICompatibleModel
 from vitrine.providers._retry import (
     ProviderAttempt,
-    RetryPolicy,
+    ProviderBackoff,
     attempt_census,
     record_attempts,
 )
 from vitrine.testing import FakeOpenAIServer, FakeReply, FakeToolCall
 
-_FAST = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
+_FAST = ProviderBackoff(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
 _CANARY_KEY = "sk-canary-7f3e9a1c2b4d6e8f0a1b"
 _CANARY_PATH = "canarypath5d1e"
 _CANARY_BODY = "CANARY-BODY-91b7 internal upstream detail"
@@ -179,7 +179,7 @@ async def test_a_rate_limit_then_success_is_recovered_and_every_attempt_recorded
 
 
 async def test_retry_after_advice_is_honoured_up_to_the_policy_cap():
-    policy = RetryPolicy(max_retries=1, base_delay_s=0.0, max_delay_s=0.15, jitter=0.0)
+    policy = ProviderBackoff(max_retries=1, base_delay_s=0.0, max_delay_s=0.15, jitter=0.0)
     script = [FakeReply.error(429, headers={"Retry-After": "30"}), FakeReply.text("ok")]
     with FakeOpenAIServer(script) as s, record_attempts() as attempts:
         await _model(s, retry=policy).complete(_ask())
@@ -228,7 +228,7 @@ async def test_an_allow_listed_error_code_is_kept():
 
 async def test_a_slow_endpoint_times_out_as_timeout():
     with FakeOpenAIServer(FakeReply.text("late", delay_s=2.0)) as s:
-        model = _model(s, timeout_s=0.2, retry=RetryPolicy(max_retries=0))
+        model = _model(s, timeout_s=0.2, retry=ProviderBackoff(max_retries=0))
         with pytest.raises(ProviderError) as caught:
             await model.complete(_ask())
     assert caught.value.failure is ProviderFailure.TIMEOUT
@@ -283,7 +283,7 @@ async def test_cancellation_propagates_and_is_recorded():
 
 
 async def test_cancellation_during_backoff_propagates():
-    policy = RetryPolicy(max_retries=2, base_delay_s=5.0, max_delay_s=5.0)
+    policy = ProviderBackoff(max_retries=2, base_delay_s=5.0, max_delay_s=5.0)
     with FakeOpenAIServer(FakeReply.error(503)) as s:
         task = asyncio.create_task(_model(s, retry=policy).complete(_ask()))
         await _until_received(s)
@@ -346,7 +346,7 @@ async def test_a_canary_key_endpoint_and_error_body_never_surface(caplog):
             "gpt-test",
             api_key=_CANARY_KEY,
             base_url=base_url,
-            retry=RetryPolicy(max_retries=1, base_delay_s=0.0),
+            retry=ProviderBackoff(max_retries=1, base_delay_s=0.0),
         )
         with record_attempts() as attempts, pytest.raises(ProviderError) as caught:
             await model.complete(_ask())
@@ -382,7 +382,7 @@ async def test_an_unreachable_canary_host_never_surfaces(caplog):
         api_key=_CANARY_KEY,
         base_url=f"http://{host}/v1",
         timeout_s=2.0,
-        retry=RetryPolicy(max_retries=0),
+        retry=ProviderBackoff(max_retries=0),
     )
     with pytest.raises(ProviderError) as caught:
         await model.complete(_ask())
@@ -425,11 +425,11 @@ def test_contradictory_or_empty_settings_are_refused():
 
 
 def test_the_backoff_grows_exponentially_within_the_jitter_band_and_the_cap():
-    policy = RetryPolicy(base_delay_s=1.0, max_delay_s=6.0, jitter=0.5)
+    policy = ProviderBackoff(base_delay_s=1.0, max_delay_s=6.0, jitter=0.5)
     for retry, ceiling in ((1, 1.0), (2, 2.0), (3, 4.0), (4, 6.0), (9, 6.0)):
         for _ in range(50):
             assert ceiling * 0.5 <= policy.delay_s(retry) <= ceiling
     with pytest.raises(ValueError):
-        RetryPolicy(jitter=2.0)
+        ProviderBackoff(jitter=2.0)
     with pytest.raises(ValueError):
         policy.delay_s(0)

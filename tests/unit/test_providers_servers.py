@@ -20,7 +20,7 @@ from vitrine.providers._base import (
 )
 from vitrine.providers._capabilities import probe_structured_output
 from vitrine.providers._openai_compat import OpenAICompatibleModel
-from vitrine.providers._retry import RetryPolicy, record_attempts
+from vitrine.providers._retry import ProviderBackoff, record_attempts
 from vitrine.testing import FakeOpenAIServer, FakeReply, FakeToolCall
 
 _TOOL = ToolSpec(
@@ -46,7 +46,7 @@ def _no_leftover_secrets():
 
 
 def _model(server: FakeOpenAIServer, **options) -> OpenAICompatibleModel:
-    options.setdefault("retry", RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.02))
+    options.setdefault("retry", ProviderBackoff(max_retries=2, base_delay_s=0.01, max_delay_s=0.02))
     options.setdefault("timeout_s", 5.0)
     return OpenAICompatibleModel(
         "small-model",
@@ -168,7 +168,7 @@ async def test_streamed_tool_call_deltas_are_assembled_with_the_content_and_usag
 async def test_a_timed_out_stream_closes_its_connection_so_the_server_stops_generating():
     slow = FakeReply.text("x" * 200, stream_chunks=200, chunk_delay_s=0.05)
     with FakeOpenAIServer(slow) as s:
-        model = _model(s, stream=True, timeout_s=0.3, retry=RetryPolicy(max_retries=0))
+        model = _model(s, stream=True, timeout_s=0.3, retry=ProviderBackoff(max_retries=0))
         with pytest.raises(ProviderError) as caught:
             await model.complete(ChatRequest((ChatMessage("user", "go"),)))
         for _ in range(500):  # the server notices at its next write, one chunk later
@@ -218,7 +218,7 @@ async def test_a_stream_that_ends_without_finishing_is_a_bad_response():
     body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
     reply = FakeReply.raw(200, body, headers={"Content-Type": "text/event-stream"})
     with FakeOpenAIServer(reply) as s:
-        model = _model(s, stream=True, retry=RetryPolicy(max_retries=0))
+        model = _model(s, stream=True, retry=ProviderBackoff(max_retries=0))
         with pytest.raises(ProviderError) as caught:
             await model.complete(ChatRequest((ChatMessage("user", "x"),)))
     assert caught.value.failure is ProviderFailure.BAD_RESPONSE
@@ -239,7 +239,7 @@ async def test_tool_parameters_sent_to_a_free_server_carry_no_regex_its_grammar_
         await _model(s).complete(request)
         free = s.requests[0].body["tools"][0]["function"]["parameters"]
         paid = OpenAICompatibleModel(
-            "m", api_key="k", base_url=s.base_url, retry=RetryPolicy(max_retries=0)
+            "m", api_key="k", base_url=s.base_url, retry=ProviderBackoff(max_retries=0)
         )
         await paid.complete(request)
         kept = s.requests[1].body["tools"][0]["function"]["parameters"]

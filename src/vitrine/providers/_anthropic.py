@@ -42,7 +42,7 @@ from vitrine.providers._openai_compat import (
     schema_instruction,
     scrub_sdk_logs,
 )
-from vitrine.providers._retry import AttemptSink, RetryPolicy, call_with_retry
+from vitrine.providers._retry import AttemptSink, ProviderBackoff, call_with_retry
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -69,7 +69,7 @@ class AnthropicModel:
         api_key: str,
         base_url: str | None = None,
         timeout_s: float = 120.0,
-        retry: RetryPolicy | None = None,
+        retry: ProviderBackoff | None = None,
         max_output_tokens: int | None = None,
         on_attempt: AttemptSink | None = None,
     ) -> None:
@@ -88,7 +88,7 @@ class AnthropicModel:
         self._api_key = api_key
         self._base_url = base_url
         self._timeout_s = timeout_s
-        self._retry = retry or RetryPolicy()
+        self._retry = retry or ProviderBackoff()
         self._ceiling = max_output_tokens
         self._on_attempt = on_attempt
         self._lock = threading.Lock()

@@ -29,7 +29,7 @@ from vitrine.providers._openai_compat import (
     OpenAICompatibleModel,
     StructuredOutput,
 )
-from vitrine.providers._retry import RetryPolicy
+from vitrine.providers._retry import ProviderBackoff
 
 __all__ = ["PROBE_MAX_OUTPUT_TOKENS", "StructuredOutputProbe", "probe_structured_output"]
 
@@ -78,7 +78,7 @@ async def probe_structured_output(model: OpenAICompatibleModel) -> StructuredOut
         temperature=0.0,
         purpose=PROBE_PURPOSE,
     )
-    once = RetryPolicy(max_retries=0)
+    once = ProviderBackoff(max_retries=0)
     refused: list[tuple[StructuredOutput, str]] = []
     last = STRUCTURED_OUTPUT_MODES[-1]
     for mode in STRUCTURED_OUTPUT_MODES:

@@ -391,7 +391,7 @@ def create_chat_model(config: ProviderConfig, role: ModelRole = "subject") -> Ch
             max_output_tokens=ceiling,
         )
     from vitrine.providers._openai_compat import OpenAICompatibleModel
-    from vitrine.providers._retry import RetryPolicy
+    from vitrine.providers._retry import ProviderBackoff
 
     name = config.judge_deployment if role == "judge" else config.model
     assert name is not None  # readiness guarantees a model name
@@ -404,7 +404,7 @@ def create_chat_model(config: ProviderConfig, role: ModelRole = "subject") -> Ch
             api_key=config.api_key,
             base_url=config.base_url,
             timeout_s=config.timeout_s,
-            retry=RetryPolicy(max_retries=config.max_retries),
+            retry=ProviderBackoff(max_retries=config.max_retries),
             max_output_tokens=ceiling,
         )
     azure = config.provider == "azure"
@@ -417,7 +417,7 @@ def create_chat_model(config: ProviderConfig, role: ModelRole = "subject") -> Ch
         api_version=config.api_version if azure else None,
         provenance=config.provenance,
         timeout_s=config.timeout_s,
-        retry=RetryPolicy(max_retries=config.max_retries),
+        retry=ProviderBackoff(max_retries=config.max_retries),
         max_output_tokens=ceiling,
         token_limit_parameter=config.token_limit_parameter,
         # "probe" starts from the most capable rung; the probe at readiness settles it.

@@ -66,7 +66,7 @@ from vitrine.providers._http_transport import (
     retry_after_s,
     safe_error_code,
 )
-from vitrine.providers._retry import AttemptSink, RetryAfterError, RetryPolicy, call_with_retry
+from vitrine.providers._retry import AttemptSink, ProviderBackoff, RetryAfterError, call_with_retry
 
 __all__ = [
     "STRUCTURED_OUTPUT_MODES",
@@ -120,7 +120,7 @@ class OpenAICompatibleModel:
         api_version: str | None = None,
         provenance: Provenance = Provenance.PAID,
         timeout_s: float = 120.0,
-        retry: RetryPolicy | None = None,
+        retry: ProviderBackoff | None = None,
         max_output_tokens: int | None = None,
         token_limit_parameter: TokenLimitParameter = "max_completion_tokens",
         on_attempt: AttemptSink | None = None,
@@ -161,7 +161,7 @@ class OpenAICompatibleModel:
         self._azure = azure_endpoint is not None
         self._provenance = provenance
         self._timeout_s = timeout_s
-        self._retry = retry or RetryPolicy()
+        self._retry = retry or ProviderBackoff()
         self._ceiling = max_output_tokens
         self._token_parameter = token_limit_parameter
         self._on_attempt = on_attempt
@@ -195,7 +195,7 @@ class OpenAICompatibleModel:
         return self._ceiling
 
     @property
-    def retry_policy(self) -> RetryPolicy:
+    def retry_policy(self) -> ProviderBackoff:
         return self._retry
 
     async def complete(self, request: ChatRequest) -> ChatCompletion:
@@ -204,7 +204,7 @@ class OpenAICompatibleModel:
     async def complete_with(
         self,
         request: ChatRequest,
-        retry: RetryPolicy,
+        retry: ProviderBackoff,
         structured_output: StructuredOutput | None = None,
     ) -> ChatCompletion:
         """One logical call under ``retry`` and, if given, another structured-output mode."""

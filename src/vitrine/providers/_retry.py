@@ -36,8 +36,8 @@ from vitrine.providers._base import ChatCompletion, ProviderError, ProviderFailu
 __all__ = [
     "AttemptSink",
     "ProviderAttempt",
+    "ProviderBackoff",
     "RetryAfterError",
-    "RetryPolicy",
     "attempt_census",
     "call_with_retry",
     "record_attempts",
@@ -47,8 +47,12 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Exponential backoff with jitter: retry ``n`` waits about ``base * 2**(n-1)`` seconds.
+class ProviderBackoff:
+    """How one model call retries a retryable :class:`ProviderError`: exponential backoff.
+
+    Retry ``n`` waits about ``base * 2**(n-1)`` seconds. This is not :class:`vitrine.RetryPolicy`,
+    which retries a whole trial whose subject raised; a provider's backoff works inside a trial,
+    call by call, and every attempt it makes is recorded.
 
     The wait is drawn uniformly from ``[(1 - jitter) * d, d]`` so that many trials that were
     throttled together do not all come back at the same instant; ``d`` is capped at
@@ -147,7 +151,7 @@ def attempt_census(
 
 async def call_with_retry(
     operation: Callable[[], Awaitable[T]],
-    policy: RetryPolicy,
+    backoff: ProviderBackoff,
     *,
     model_id: str = "",
     purpose: str = "",
@@ -166,7 +170,7 @@ async def call_with_retry(
     with tracing.model_call(
         model_id, provider=tracing.provider_of(model_id), purpose=purpose
     ) as span:
-        result = await _attempts(operation, policy, model_id, purpose, on_attempt, sleep, rng)
+        result = await _attempts(operation, backoff, model_id, purpose, on_attempt, sleep, rng)
         if isinstance(result, ChatCompletion):
             tracing.record_completion(span, result)
         return result
@@ -174,7 +178,7 @@ async def call_with_retry(
 
 async def _attempts(
     operation: Callable[[], Awaitable[T]],
-    policy: RetryPolicy,
+    backoff: ProviderBackoff,
     model_id: str,
     purpose: str,
     on_attempt: AttemptSink | None,
@@ -213,9 +217,9 @@ async def _attempts(
                 on_attempt,
             )
             return result
-        retry = failure.retryable and ordinal <= policy.max_retries
+        retry = failure.retryable and ordinal <= backoff.max_retries
         advice = failure.retry_after_s if isinstance(failure, RetryAfterError) else None
-        delay = policy.delay_s(ordinal, rng, retry_after_s=advice) if retry else None
+        delay = backoff.delay_s(ordinal, rng, retry_after_s=advice) if retry else None
         _emit(
             ProviderAttempt(
                 ordinal,
