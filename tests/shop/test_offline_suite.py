@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from vitrine import Arm, Case, ExitCode, SubjectResponse
+from vitrine._board.app import Board
 from vitrine._cli import main
 from vitrine.store import RunStore, load_run
 from vitrine_shop.evals.evidence import ShopUnderTest
@@ -88,6 +89,28 @@ def test_gates_have_authority_and_the_diagnostic_has_none(tmp_path):
         "products 99/99, personas 14/14, tools 15/15, 0 schema problem(s)"
     )
     assert gates["workflow-shape"]["label"] == "6 recorded runs, 0 route/census/contract problem(s)"
+
+
+def test_the_canonical_predicates_are_labelled_diagnostic_wherever_they_are_shown(tmp_path):
+    # They are scored, never gated: the degraded arm fails all five and the suite exits 0.
+    assert main(["--all", "--output", str(tmp_path)]) == 0
+    canonical = _report(tmp_path)["benchmarks"][0]
+    assert {c["authority"] for c in canonical["checks"]} == {"diagnostic"}
+    for ref in canonical["runs"]:
+        manifest = json.loads((tmp_path / ref["run_dir"] / "manifest.json").read_text())
+        assert {c["authority"] for c in manifest["checks"]} == {"diagnostic"}
+    board = Board(tmp_path, persist_cache=False)
+    headers = board.catalog.headers()
+    offline = next(h for h in headers if h.kind == "offline")
+    page = board.get(f"/run/{offline.ref}", {}).body.decode()
+    checks = page.split('<table class="checks">', 1)[1].split("</table>", 1)[0]
+    rows = [r for r in checks.split("<tr>") if 'class="mono">catalogued-sku<' in r]
+    assert len(rows) == 3  # one per arm
+    assert all("<td>DIAGNOSTIC</td>" in r and "GATE" not in r for r in rows)
+    run = next(r for r in canonical["runs"] if r["arm_id"] == "scripted-agent")
+    page = board.get(f"/run/benchmark/{run['run_id']}", {}).body.decode()
+    row = page.split('class="mono">catalogued-sku</td>', 1)[1].split("</tr>", 1)[0]
+    assert 'title="no exit authority">DIAGNOSTIC<' in row
 
 
 async def test_timeline_leaves_no_node_active(tmp_path):

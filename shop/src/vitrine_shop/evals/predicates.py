@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from vitrine import Case, ChanceFloor, Observation, SubjectResponse, admit
+from vitrine import Authority, Case, ChanceFloor, Observation, SubjectResponse, admit
 from vitrine.checks import AdmittedCheck
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.conversation import ShopRequest
@@ -161,6 +161,10 @@ def recommendation_checks(
 ) -> tuple[AdmittedCheck, ...]:
     """The five predicates, admitted with not-derivable floors and their reasons.
 
+    They are admitted as diagnostics: the canonical benchmark describes how the arms compare
+    (the degraded arm fails every predicate by design) and never sets the exit code, which is
+    the production gates' alone. A gate label on them would claim an authority they do not have.
+
     ``personas`` holds the customers the cases name: what they asked, are interested in and
     bought is what a reason must be tied to.
     """
@@ -231,6 +235,10 @@ def recommendation_checks(
         "interest-grounding": grounded,
     }
     return tuple(
-        admit(_Predicate(key, deciders[key]), ChanceFloor.not_derivable(floors[key]))
+        admit(
+            _Predicate(key, deciders[key]),
+            ChanceFloor.not_derivable(floors[key]),
+            Authority.DIAGNOSTIC,
+        )
         for key in RECOMMENDATION_CHECK_KEYS
     )

@@ -21,6 +21,7 @@ deterministic invariants have no random-draw population):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vitrine import (
+    Authority,
     BenchmarkDefinition,
     Case,
     ChanceFloor,
@@ -357,10 +359,11 @@ class WorkflowRouteReconciliation:
 
 @functools.cache
 def _screen_check() -> AdmittedCheck:
-    # The offline suite's admitted predicate, reused as it is: one definition of "deliverable".
+    # The offline suite's admitted predicate: one definition of "deliverable". Offline it only
+    # describes the arms; here a trial fails without it, so here it is a gate.
     for admitted in canonical_definition().checks:
         if admitted.key == SCREEN_KEY:
-            return admitted
+            return dataclasses.replace(admitted, authority=Authority.GATE)
     raise LookupError(f"the canonical benchmark has no {SCREEN_KEY!r} check")
 
 
