@@ -365,9 +365,9 @@ def test_whole_files_are_written_a_fixed_number_of_times_however_many_trials(tmp
     written: list[str] = []
     real = files.atomic_write_bytes
 
-    def counting(path: Path, data: bytes) -> None:
+    def counting(path: Path, data: bytes, *, private: bool = False) -> None:
         written.append(path.name)
-        real(path, data)
+        real(path, data, private=private)
 
     monkeypatch.setattr(files, "atomic_write_bytes", counting)
     asyncio.run(

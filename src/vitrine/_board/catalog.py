@@ -20,6 +20,7 @@ from typing import Any
 
 from vitrine.store._files import atomic_write_json
 from vitrine.store._index import RunIndexEntry, index_path, index_problem, recover_index
+from vitrine.store._private import private_dirs
 from vitrine.store._seal import RECEIPT_SEAL_FIELD, SEAL_FIELD, seal_problem
 
 __all__ = [
@@ -442,7 +443,7 @@ class Catalog:
         if not self._persist:
             return
         try:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(self.cache_path.parent)
             atomic_write_json(
                 self.cache_path,
                 {
@@ -452,6 +453,7 @@ class Catalog:
                         for relative, (mtime, size, header) in self._files.items()
                     },
                 },
+                private=True,
             )
         except OSError:
             pass  # a read-only store is still listed; only the next cold start is slower

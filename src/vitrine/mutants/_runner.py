@@ -50,6 +50,7 @@ from vitrine.mutants._report import Baseline, MutantMatrix, MutantRow
 from vitrine.mutants._service_tests import unreachable_tests
 from vitrine.mutants._writer import write_matrix
 from vitrine.store._naming import new_run_id, resolve_root
+from vitrine.store._private import private_dirs
 
 __all__ = [
     "DEFAULT_JOBS",
@@ -365,7 +366,7 @@ def _worker_env() -> dict[str, str]:
 
 async def _run_worker(job: WorkerJob, timeout_s: float) -> _Finished:
     folder = job.folder
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dirs(folder)  # under the store's mutants/: the root too, when it is the first
     job_path = job.write()
     started = time.monotonic()
     with (folder / LOG_NAME).open("wb") as log:

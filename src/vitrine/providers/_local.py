@@ -60,6 +60,7 @@ from vitrine.providers._base import (
 )
 from vitrine.providers._grammar import grammar_safe
 from vitrine.store._naming import cache_dir
+from vitrine.store._private import private_dirs
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -183,7 +184,7 @@ def _assembled_gemma(file_name: str) -> Path:
     with _assemble_lock:
         if target.is_file():
             return target
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(target.parent)  # vitrine's cache: owner-only, as the store it may sit in
         handle, temporary = tempfile.mkstemp(
             dir=target.parent, prefix=".assembling-", suffix=".gguf"
         )

@@ -17,6 +17,7 @@ from vitrine._redact import bound_text
 from vitrine.rag._pipeline import EvalOutcome
 from vitrine.reports._templates import environment
 from vitrine.store import atomic_write_bytes
+from vitrine.store._private import private_dirs
 from vitrine.store._seal import sealed
 
 __all__ = ["RAG_REPORT_SCHEMA", "abstention_rates", "build_report", "render_html", "write_report"]
@@ -102,6 +103,7 @@ def write_report(
     text_json = (json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
     text_html = render_html(report).encode()
     targets = [(directory / "report.json", text_json), (directory / "report.html", text_html)]
+    private_dirs(directory)  # in the store; the copies asked for keep the umask's modes
     if json_path is not None:
         targets.append((json_path, text_json))
     if html_path is not None:

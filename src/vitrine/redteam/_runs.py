@@ -33,6 +33,7 @@ from vitrine.redteam._detectors import contains_secret
 from vitrine.redteam._model import Outcome, ProbeResult, TargetReply
 from vitrine.store._files import atomic_write_json, read_json
 from vitrine.store._ledger import Ledger, LedgerError
+from vitrine.store._private import PRIVATE_DIR, private_dirs
 from vitrine.store._seal import document_hash
 
 __all__ = [
@@ -155,7 +156,8 @@ def new_run_dir(root: Path, now: datetime | None = None) -> Path:
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     name = f"{RUN_PREFIX}{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
     path = root / "reports" / name
-    path.mkdir(parents=True, exist_ok=False)
+    private_dirs(path.parent)  # the store root too, when this run is its first writer
+    path.mkdir(mode=PRIVATE_DIR, exist_ok=False)
     return path
 
 

@@ -33,6 +33,7 @@ from markupsafe import Markup
 
 from vitrine.reports import _formatting as fmt
 from vitrine.store._naming import CACHE_ENV, cache_dir, resolve_root
+from vitrine.store._private import private_dirs
 
 __all__ = ["TEMPLATE_NAME", "PackageLoader", "as_json", "environment", "visible_finalize"]
 
@@ -107,7 +108,7 @@ def _template_cache_dir() -> Path | None:
         return None
     directory = cache_dir("templates")
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dirs(directory)  # its parents too: the cache folder, perhaps the store root
         info = directory.stat()
     except OSError:
         return None

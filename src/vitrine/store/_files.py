@@ -20,6 +20,7 @@ from typing import Any
 
 from vitrine._redact import sanitize_text
 from vitrine.errors import InvalidDataError, MalformedLineError
+from vitrine.store._private import PRIVATE_FILE, private_dirs
 
 __all__ = [
     "AppendLog",
@@ -60,11 +61,16 @@ def encode_line(record: Mapping[str, Any]) -> bytes:
     return _LINE_ENCODER.encode(record).encode() + b"\n"
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: readers see the old file or the new one, never a mix."""
+def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> None:
+    """Replace ``path`` with ``data``: readers see the old file or the new one, never a mix.
+
+    ``private`` writes it owner-only (0600), as run data is; otherwise the umask decides, as
+    for any file a user asks for (a report copy, an exported page).
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{next(_temp_counter)}.tmp")
+    mode = PRIVATE_FILE if private else 0o666
     try:
-        with tmp.open("wb") as fh:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -79,10 +85,11 @@ def encode_json(value: Mapping[str, Any]) -> bytes:
     return _DOCUMENT_ENCODER.encode(value).encode() + b"\n"
 
 
-def atomic_write_json(path: Path, value: Mapping[str, Any]) -> None:
-    """Write ``value`` as JSON to ``path`` at once: a reader sees the old file or the new one."""
+def atomic_write_json(path: Path, value: Mapping[str, Any], *, private: bool = False) -> None:
+    """Write ``value`` as JSON to ``path`` at once: a reader sees the old file or the new one.
+    ``private`` as for :func:`atomic_write_bytes`."""
 
-    atomic_write_bytes(path, encode_json(value))
+    atomic_write_bytes(path, encode_json(value), private=private)
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -153,9 +160,9 @@ def append_line(path: Path, record: Mapping[str, Any], *, durable: bool = True) 
     and every later one stay whole. ``durable=False`` skips the sync, for a log that only
     repeats what a synced one already holds. Returns the bytes of the line as written.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(path.parent)  # every shared log is the store's: owner-only, as its folders
     line = encode_line(record)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
     try:
         with exclusive_lock(fd):
             committed = _quarantine_torn_tail(fd, path)
@@ -187,7 +194,7 @@ def _quarantine_torn_tail(fd: int, path: Path) -> int:
             break
         start = max(0, start - _CHUNK)
     fragment = os.pread(fd, size - committed, committed)
-    keep = os.open(torn_path(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    keep = os.open(torn_path(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
     try:
         write_all(keep, fragment + b"\n")
         os.fsync(keep)
@@ -210,7 +217,8 @@ class AppendLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        self._fd: int | None = os.open(path, flags, PRIVATE_FILE)  # a run's own log: run data
         self._size = os.fstat(self._fd).st_size  # its one writer keeps count: no seek per record
 
     def append(self, record: Mapping[str, Any]) -> bytes:

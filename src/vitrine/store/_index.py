@@ -32,6 +32,7 @@ from vitrine.store._files import (
 )
 from vitrine.store._layout import RunPaths, is_sealed
 from vitrine.store._naming import RUN_ID_PATTERN, resolve_root, sanitize_file_name
+from vitrine.store._private import PRIVATE_FILE, private_dirs
 
 __all__ = [
     "RunIndexEntry",
@@ -154,8 +155,8 @@ def sealing(paths: RunPaths) -> Iterator[None]:
     dies before it indexes it (the next :func:`recover_index` does). The marker is held locked
     while the body runs, so a recovery never indexes a run whose writer is still sealing it."""
     marker = pending_dir(paths.store_root) / paths.run_id
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(marker, os.O_RDWR | os.O_CREAT, 0o644)
+    private_dirs(marker.parent)
+    fd = os.open(marker, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
     try:
         try_lock(fd)  # a fresh marker no one else has reason to hold
         yield
@@ -264,7 +265,8 @@ def _start_sealed_ids(root: Path) -> None:
     if ids.exists() or not index_path(root).exists():
         return
     known = sorted(_RUN_ID.findall(index_path(root).read_bytes()))
-    atomic_write_bytes(ids, b"".join(b'{"run_id": "%s"}\n' % run_id for run_id in known))
+    lines = b"".join(b'{"run_id": "%s"}\n' % run_id for run_id in known)
+    atomic_write_bytes(ids, lines, private=True)
 
 
 def _entries(path: Path) -> Iterator[RunIndexEntry]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from vitrine.errors import LedgerError
 from vitrine.store._files import append_line, atomic_write_json, exclusive_lock, read_json
+from vitrine.store._private import private_dirs
 
 __all__ = ["Ledger", "LedgerError", "line_hash"]
 
@@ -74,7 +75,7 @@ class Ledger:
         ``then`` receives every confirmed record including the new one and runs before the
         head moves: if it raises, the record is cut back off and the error propagates.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         lock = os.open(self.path.with_name(f".{self.path.name}.lock"), os.O_RDWR | os.O_CREAT)
         try:
             with exclusive_lock(lock):
@@ -98,7 +99,8 @@ class Ledger:
         try:
             if then is not None:
                 then([*(e.record for e in entries), stored])
-            atomic_write_json(self.head_path, {"records": len(entries) + 1, "head": line_hash(raw)})
+            head = {"records": len(entries) + 1, "head": line_hash(raw)}
+            atomic_write_json(self.head_path, head, private=True)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.truncate(self.path, committed)

@@ -34,6 +34,7 @@ from vitrine.store._index import (
 )
 from vitrine.store._layout import RunPaths, is_sealed
 from vitrine.store._naming import RUN_ID_PATTERN
+from vitrine.store._private import PRIVATE_DIR
 from vitrine.store._scan import scan_runs
 
 RUN_ID_BYTES = re.compile(RUN_ID_PATTERN.pattern.encode())
@@ -219,8 +220,9 @@ def _set_aside(root: Path, run_dir: Path, reason: str) -> None:
     atomic_write_json(
         run_dir / "abandoned.json",
         {"reason": reason, "set_aside_at": datetime.now(UTC).isoformat(timespec="seconds")},
+        private=True,
     )
-    abandoned_dir(root).mkdir(exist_ok=True)
+    abandoned_dir(root).mkdir(mode=PRIVATE_DIR, exist_ok=True)
     run_dir.replace(abandoned_dir(root) / run_dir.name)
 
 

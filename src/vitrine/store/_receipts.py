@@ -28,6 +28,7 @@ from vitrine.errors import InvalidArgumentError, WrongTypeError
 from vitrine.store._errors import TamperedRunError, UnsupportedSchemaError
 from vitrine.store._files import atomic_write_json, read_json
 from vitrine.store._naming import RUN_ID_PATTERN, new_run_id
+from vitrine.store._private import PRIVATE_FILE, private_dirs
 from vitrine.store._seal import RECEIPT_SEAL_FIELD, require_seal, sealed
 
 __all__ = [
@@ -147,8 +148,8 @@ class ReceiptStore:
             schema=RECEIPT_SCHEMA, schema_version=RECEIPT_SCHEMA_VERSION, session_id=session_id
         )
         body = sealed(body, RECEIPT_SEAL_FIELD)  # an exit code edited afterwards no longer matches
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, body)
+        private_dirs(path.parent)  # the store root too, when a session is its first writer
+        atomic_write_json(path, body, private=True)
         entry = self._entry_of(session_id, body)
         with self._index_lock():
             try:
@@ -161,7 +162,7 @@ class ReceiptStore:
                 "schema_version": INDEX_SCHEMA_VERSION,
                 "sessions": [e.to_dict() for e in entries],
             }
-            atomic_write_json(self.index_path, sealed(index))
+            atomic_write_json(self.index_path, sealed(index), private=True)
         return path
 
     def _entry_of(self, session_id: str, body: Mapping[str, Any]) -> ReceiptIndexEntry:
@@ -237,9 +238,9 @@ class ReceiptStore:
     @contextlib.contextmanager
     def _index_lock(self) -> Iterator[None]:
         # Two sessions finishing together must not both read the old index and drop one entry.
-        self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.sessions_dir)
         lock_path = self.sessions_dir / ".index.lock"
-        with lock_path.open("a") as handle:
+        with os.fdopen(os.open(lock_path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE), "a") as handle:
             try:
                 import fcntl  # noqa: PLC0415 - POSIX only, so it is tried where it is needed
             except ImportError:  # no advisory locks on this platform: last writer wins

@@ -24,6 +24,7 @@ from vitrine.store._files import (
 )
 from vitrine.store._layout import PER_FILE_SCHEMA, ROWS_JSONL_SCHEMA, RunPaths
 from vitrine.store._naming import sanitize_file_name
+from vitrine.store._private import PRIVATE_DIR
 
 __all__ = ["JsonlRows", "RowLayout", "ScenarioFileRows", "StoredRows", "row_layout"]
 
@@ -145,14 +146,14 @@ class ScenarioFileRows:
         self._dir = paths.scenarios
 
     def open(self) -> None:
-        self._dir.mkdir(exist_ok=True)
+        self._dir.mkdir(mode=PRIVATE_DIR, exist_ok=True)
 
     def append_trial(self, case_id: str, records: Sequence[RowRecord]) -> list[tuple[str, bytes]]:
         written = []
         for record in records:
             rid = row_id(case_id, record["check_key"])
             data = encode_json({"schema_version": self.schema_version, "row_id": rid, **record})
-            atomic_write_bytes(self._dir / f"{sanitize_file_name(rid)}.json", data)
+            atomic_write_bytes(self._dir / f"{sanitize_file_name(rid)}.json", data, private=True)
             written.append((rid, data))
         return written
 

@@ -138,4 +138,4 @@ def _write_checkpoint(
     }
     # Only a shortcut: a store that cannot be written (read-only, full) is scanned in full.
     with contextlib.suppress(OSError):
-        atomic_write_bytes(checkpoint_path(root), json.dumps(point).encode())
+        atomic_write_bytes(checkpoint_path(root), json.dumps(point).encode(), private=True)

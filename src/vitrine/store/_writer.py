@@ -17,6 +17,7 @@ from vitrine.store._files import AppendLog, atomic_write_bytes, atomic_write_jso
 from vitrine.store._index import record_sealed_run, sealing
 from vitrine.store._layout import CURRENT_SCHEMA, RunPaths
 from vitrine.store._naming import new_run_id
+from vitrine.store._private import PRIVATE_DIR, private_dirs
 from vitrine.store._records import (
     ContentHasher,
     build_summary,
@@ -88,17 +89,17 @@ class RunWriter:
         schema_version: int = CURRENT_SCHEMA,
     ) -> RunWriter:
         runs = root / "runs"
-        runs.mkdir(parents=True, exist_ok=True)
+        private_dirs(runs)  # the store root too, when this run is its first
         now = datetime.now(UTC)
         while True:  # two runs started in the same second draw different digits; retry a clash
             run_dir = runs / new_run_id(now)
             try:
-                run_dir.mkdir()
+                run_dir.mkdir(mode=PRIVATE_DIR)
                 break
             except FileExistsError:
                 continue
         paths = RunPaths(run_dir)
-        paths.traces_dir.mkdir()
+        paths.traces_dir.mkdir(mode=PRIVATE_DIR)
         manifest = new_manifest(
             schema_version=schema_version,
             run_id=paths.run_id,
@@ -108,7 +109,7 @@ class RunWriter:
             repetition=repetition,
             seed=seed,
         )
-        atomic_write_json(paths.manifest, manifest)
+        atomic_write_json(paths.manifest, manifest, private=True)
         writer = cls(paths, manifest, row_layout(paths, schema_version))
         writer._open()
         return writer
@@ -127,9 +128,9 @@ class RunWriter:
         if contents.traces_file.torn_tail or contents.orphan_traces:
             # Written once per resume, not per trial: keep only traces of finished trials so that
             # the rerun of an interrupted trial does not leave two traces for one case.
-            atomic_write_bytes(paths.traces, b"".join(contents.trace_lines.values()))
+            atomic_write_bytes(paths.traces, b"".join(contents.trace_lines.values()), private=True)
         manifest["run"].setdefault("resumed_at", []).append(utc_timestamp())
-        atomic_write_json(paths.manifest, manifest)
+        atomic_write_json(paths.manifest, manifest, private=True)
         writer = cls(paths, manifest, layout, contents.hasher)
         writer._open()
         return writer, contents
@@ -190,11 +191,11 @@ class RunWriter:
         manifest = _json_roundtrip(self.manifest)
         content_hash = self._hasher.digest(manifest, summary)
         self.manifest["content_hash"] = content_hash
-        atomic_write_json(self.paths.summary, summary)
+        atomic_write_json(self.paths.summary, summary, private=True)
         with sealing(self.paths):  # a kill from here on leaves the run to be indexed on open
             # The manifest goes last: its content hash is the seal, so a run is complete only
             # once everything it covers is already on disk.
-            atomic_write_json(self.paths.manifest, self.manifest)
+            atomic_write_json(self.paths.manifest, self.manifest, private=True)
             self._sealed = True
             record_sealed_run(self.paths, self.manifest, summary)
         return content_hash
