@@ -71,6 +71,23 @@ def test_a_paid_live_provider_needs_confirmation_and_readiness(monkeypatch, caps
     assert out == ""  # nothing answered, nothing substituted offline
 
 
+def test_the_subject_cli_and_the_plans_default_to_the_same_provider(monkeypatch, capsys):
+    from vitrine import PlanRequest
+    from vitrine_shop.evals.live.session import _read_config
+    from vitrine_shop.redteam.eval06 import _config
+
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    code, _, err = run(["--live"], capsys)
+    # No --provider: the CLI names the service it would call, the one the plans would call.
+    assert code == 2 and "--live with openai calls a paid model service" in err
+    request = PlanRequest(plan="eval01-agent")
+    assert _read_config(request, {"OPENAI_API_KEY": "k"}).provider == "openai"
+    assert _config(request, {"OPENAI_API_KEY": "k"}).provider == "openai"
+    code, out, _ = run(["--help"], capsys)
+    assert "azure when AZURE_OPENAI_ENDPOINT is set, else openai" in " ".join(out.split())
+
+
 @pytest.mark.parametrize("flag", ["--real-vectors", "--rebuild-embeddings"])
 def test_live_embedding_flags_change_the_cost_lane_and_need_confirmation(flag, capsys):
     from vitrine_shop.embeddings import SHIPPED_VECTORS_PATH

@@ -62,6 +62,16 @@ def test_no_provider_means_azure():
     assert ProviderConfig.from_env(None, environ=_azure_env()).provider == "azure"
 
 
+def test_no_provider_is_one_rule_azure_with_its_endpoint_else_openai():
+    from vitrine.providers import DEFAULT_PROVIDER_RULE, default_provider
+
+    openai_only = {"OPENAI_API_KEY": "sk-test"}
+    assert ProviderConfig.from_env(None, environ=openai_only).provider == "openai"
+    assert default_provider(openai_only) == "openai"
+    assert default_provider(_azure_env()) == "azure"
+    assert DEFAULT_PROVIDER_RULE == "azure when AZURE_OPENAI_ENDPOINT is set, else openai"
+
+
 def test_a_ready_configuration_is_described_without_keys_or_urls():
     config = ProviderConfig.from_env("azure", environ=_azure_env())
     state = readiness(config)

@@ -61,6 +61,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from vitrine.providers import DEFAULT_PROVIDER_RULE
+
     listing = ", ".join(f"{n} {s}" for n, s in enumerate(SELECTORS, start=1))
     parser = _Parser(
         prog=PROG,
@@ -86,7 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow a paid provider, --real-vectors or --rebuild-embeddings",
     )
-    live.add_argument("--provider", choices=("openai", "azure", "local"))
+    live.add_argument(
+        "--provider",
+        choices=("openai", "azure", "local"),
+        help=f"the model service (default: {DEFAULT_PROVIDER_RULE}, as for every vitrine plan)",
+    )
     live.add_argument("--model", metavar="NAME", help="model, deployment or GGUF file")
     vectors = parser.add_argument_group("embeddings")
     vectors.add_argument(

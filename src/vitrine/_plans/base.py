@@ -22,6 +22,7 @@ from vitrine.errors import InvalidArgumentError, PlanUnavailableError, UsageErro
 from vitrine.store._naming import resolve_root
 
 __all__ = [
+    "DEFAULT_PROVIDER_RULE",
     "FunctionPlan",
     "Plan",
     "PlanFunction",
@@ -33,11 +34,26 @@ __all__ = [
     "ProviderName",
     "RepetitionRule",
     "UsageError",
+    "default_provider",
     "plan",
 ]
 
 ProviderName = Literal["openai", "azure", "local", "anthropic"]
 PROVIDERS: tuple[ProviderName, ...] = ("openai", "azure", "local", "anthropic")
+# The one default provider, in words for help texts (see default_provider).
+DEFAULT_PROVIDER_RULE = "azure when AZURE_OPENAI_ENDPOINT is set, else openai"
+
+
+def default_provider(environ: Mapping[str, str]) -> ProviderName:
+    """The provider when none is named: Azure OpenAI when its endpoint is set, else OpenAI.
+
+    Every command without ``--provider`` (the subject CLI, the live plans, Eval 06) reads it
+    here, so none can disagree. Both services bill: the rule chooses between two paid services,
+    never between paid and offline, so a credential never changes the cost lane. It lives here,
+    beside the provider names, so a command line can state it without loading a provider.
+    """
+    return "azure" if environ.get("AZURE_OPENAI_ENDPOINT", "").strip() else "openai"
+
 
 # Plans emit runner events and their own event types; a sink that accepts any object can be
 # handed straight to the runner, whose sink parameter is narrower.

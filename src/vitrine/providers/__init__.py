@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING
 from vitrine._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from vitrine._plans.base import (
+        DEFAULT_PROVIDER_RULE as DEFAULT_PROVIDER_RULE,
+        default_provider as default_provider,
+    )
     from vitrine.providers._base import (
         ChatCompletion as ChatCompletion,
         ChatMessage as ChatMessage,

@@ -31,6 +31,11 @@
                                  free, so an abandoned request stops the server's generation)
 ===============================  =============================================================
 
+**The default provider.** A command given no ``--provider`` (the subject CLI, the live plans,
+Eval 06) uses ``vitrine.providers.default_provider``, this rule and no other: Azure OpenAI when
+``AZURE_OPENAI_ENDPOINT`` is set, else OpenAI. Both bill, so the rule chooses between two paid
+services, never between paid and offline: a credential never changes the cost lane.
+
 **Free endpoints.** A local server runs one generation at a time on few cores: a retry only
 queues behind the request it replaces, and its context is small. So a free configuration
 (``local``, or ``VITRINE_PROVIDER_COST=free``) defaults to no retries, smaller ceilings,
@@ -58,7 +63,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from vitrine._plans.base import PROVIDERS, ProviderName
+from vitrine._plans.base import PROVIDERS, ProviderName, default_provider
 from vitrine._redact import register_secret
 from vitrine.errors import InvalidArgumentError, ProviderNotReadyError, UsageError
 from vitrine.providers._base import ChatModel, Provenance
@@ -159,10 +164,9 @@ class ProviderConfig:
         learns about all of them at once and before anything is called. A service URL holding
         credentials (``user:password@``) is refused at once (:class:`~vitrine.errors.UsageError`):
         it is a request that cannot be run as stated, not a service to wait for. ``provider`` None
-        means Azure OpenAI, the protocol's live subject arm; it is never guessed from which
-        credentials happen to be set.
+        means ``vitrine.providers.default_provider``.
         """
-        provider = provider or "azure"
+        provider = provider or default_provider(environ)
         env = _Environment(environ)
         cost = (env.get("VITRINE_PROVIDER_COST") or "paid").lower()
         if cost not in ("free", "paid"):

@@ -65,15 +65,10 @@ class Eval06Options:
 
 
 def _config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderConfig:
-
-    provider = request.provider
-    if provider is None:
-        # Without --provider the choice is between the two paid services, never offline.
-        provider = "azure" if environ.get("AZURE_OPENAI_ENDPOINT", "").strip() else "openai"
-
+    # Without --provider: vitrine's one default provider, a paid service, never offline.
     return redteam_config(
         ProviderConfig.from_env(
-            provider, model=request.model, local_model=request.local_model, environ=environ
+            request.provider, model=request.model, local_model=request.local_model, environ=environ
         )
     )
 

@@ -546,15 +546,11 @@ def _read_configs(request: PlanRequest, environ: Mapping[str, str]) -> _Configs:
 def _read_config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderConfig:
     """The provider configuration; reading it calls nothing and never needs the network.
 
-    Without ``--provider`` the paid lane is OpenAI, or Azure OpenAI when its endpoint is
-    configured: the choice is between two paid services, never between paid and offline.
+    Without ``--provider`` it is vitrine's one default (``vitrine.providers.default_provider``),
+    the same for every command: a choice between two paid services, never paid or offline.
     """
-
-    provider = request.provider
-    if provider is None:
-        provider = "azure" if environ.get("AZURE_OPENAI_ENDPOINT", "").strip() else "openai"
     return ProviderConfig.from_env(
-        provider, model=request.model, local_model=request.local_model, environ=environ
+        request.provider, model=request.model, local_model=request.local_model, environ=environ
     )
 
 
