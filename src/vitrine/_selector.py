@@ -59,7 +59,7 @@ def choose(suite: Suite, ask: Callable[[str], str], out: TextIO) -> PlanOptions:
     plan = _choose_plan(io, suite)
     scenarios = _choose_scenarios(io, suite, plan)
     repetitions = _choose_repetitions(io, plan)
-    _preview(io, plan, scenarios, repetitions)
+    _preview(io, suite, plan, scenarios, repetitions)
     confirm = False
     if plan.paid:
         answer = io.prompt("This plan calls paid model services. Type 'yes' to confirm: ")
@@ -115,14 +115,28 @@ def _choose_repetitions(io: _Io, plan: Plan) -> int | None:
     return answer
 
 
-def _preview(io: _Io, plan: Plan, scenarios: str | None, repetitions: int | None) -> None:
-    count = "every" if scenarios in (None, "all") else "1"
+def _preview(
+    io: _Io, suite: Suite, plan: Plan, scenarios: str | None, repetitions: int | None
+) -> None:
+    """The whole workload, before any question that would start it: a paid plan's
+    confirmation is asked only once its scenarios x arms x repetitions and judge calls show."""
     reps = repetitions if repetitions is not None else plan.repetitions.default
+    chosen: tuple[str, ...] = ()
+    if plan.accepts_scenario:
+        chosen = tuple(suite.scenarios) if scenarios in (None, "all") else (str(scenarios),)
+    workload = getattr(plan, "workload", None)
+    if workload is not None:
+        io.say("")
+        for line in workload(chosen, reps):
+            io.say(line)
+        io.say("The plan checks readiness before its first model call.")
+        return
+    count = "every" if scenarios in (None, "all") else "1"
     io.say(f"\nWorkload: plan {plan.name}, {count} scenario(s), {reps} repetition(s) per arm.")
     if plan.paid:
         io.say(
-            "The plan prints its exact paid workload (arms, subject trials, judge calls and "
-            "token ceilings) and checks readiness before its first model call."
+            "This plan declares no workload preview: it prints its paid workload and checks "
+            "readiness before its first model call."
         )
 
 

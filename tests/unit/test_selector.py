@@ -17,6 +17,8 @@ from vitrine._selector import SelectorCancelled, choose
 from vitrine._suite import load_suite
 
 TOY = '''
+import dataclasses
+
 from vitrine._outcomes import ExitCode
 from vitrine._plans.base import PlanKind, PlanOutcome, RepetitionRule, plan
 from vitrine._suite import ScenarioInfo, Suite
@@ -40,6 +42,16 @@ async def stochastic(request):
         ExitCode.PASS, [f"stochastic ran {request.scenarios} x {request.repetitions}"]
     )
 
+
+def _workload(scenarios, repetitions):
+    trials = len(scenarios) * 2 * repetitions
+    return [
+        f"{len(scenarios)} scenario(s) x 2 arm(s) x {repetitions} repetition(s) = {trials} trials",
+        f"judge calls: at most {trials}",
+    ]
+
+
+stochastic = dataclasses.replace(stochastic, workload=_workload)
 
 SUITE = Suite(
     name="toy",
@@ -84,6 +96,48 @@ def test_answers_become_the_flags_a_paid_stochastic_plan_needs(toy):
         "4",
     )
     assert options.confirm_paid is True
+
+
+def _asking(answers, out):
+    """Answers in order; records what the screen held when the confirmation was asked."""
+    seen = {}
+    ask = scripted(answers)
+
+    def record(prompt):
+        if "'yes'" in prompt:
+            seen["before_yes"] = out.getvalue()
+        return ask(prompt)
+
+    return record, seen
+
+
+def test_the_whole_workload_shows_before_the_paid_confirmation_is_asked(toy):
+    suite = load_suite(f"{toy[0]}:SUITE")
+    out = io.StringIO()
+    ask, seen = _asking(["2", "0", "6", "yes"], out)
+    choose(suite, ask, out)
+    before = seen["before_yes"]
+    assert "1 scenario(s) x 2 arm(s) x 6 repetition(s) = 12 trials" in before
+    assert "judge calls: at most 12" in before
+
+
+def test_the_shop_live_plans_show_trials_and_judge_calls_before_yes(monkeypatch):
+    for name in ("AZURE_OPENAI_ENDPOINT", "VITRINE_SUBJECT_MAX_OUTPUT_TOKENS"):
+        monkeypatch.delenv(name, raising=False)
+    suite = load_suite("vitrine_shop.evals.suite:SUITE")
+    number = [p for p in suite.plans.values() if p.available].index(suite.plans["eval03-compare"])
+    out = io.StringIO()
+    ask, seen = _asking([str(number + 1), "0", "3", "no"], out)
+    with pytest.raises(SelectorCancelled, match="not confirmed"):
+        choose(suite, ask, out)
+    before = " ".join(seen["before_yes"].split())
+    scenarios = len(suite.scenarios)
+    trials = scenarios * 2 * 3
+    assert f"{scenarios} scenario(s) x 2 arm(s) x 3 repetition(s) = {trials} subject trial(s)" in (
+        before
+    )
+    assert f"judge calls: at most {trials}" in before
+    assert "output-token ceilings: subject 4,000 per request" in before
 
 
 def test_a_paid_plan_not_confirmed_runs_nothing(toy):

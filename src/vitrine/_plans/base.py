@@ -236,6 +236,10 @@ class FunctionPlan:
 
     A plan declared with ``fn=None`` is listed and validated like any other but refused with
     ``unavailable_reason``: its rules are public before its implementation exists.
+
+    ``workload``, for a paid plan, gives the workload it would start for the chosen scenarios
+    and repetitions as lines (scenarios x arms x repetitions, judge calls, ceilings), computed
+    without calling anything: the interactive selector shows them before it asks to confirm.
     """
 
     name: str
@@ -247,6 +251,7 @@ class FunctionPlan:
     scenario_refusal: str = ""
     paid: bool = False
     unavailable_reason: str = ""
+    workload: Callable[[tuple[str, ...], int], Sequence[str]] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip() or self.name != self.name.strip():

@@ -76,6 +76,13 @@ def _live(name: str, description: str, repetitions: RepetitionRule) -> FunctionP
 
         return await getattr(plans, _LIVE_FUNCTIONS[name])(request)  # type: ignore[no-any-return]
 
+    def workload(scenarios: tuple[str, ...], repetitions: int) -> list[str]:
+        # The preview the plan itself prints first, built by the same code, calling nothing.
+        from vitrine_shop.evals.live import plans
+        from vitrine_shop.evals.live.session import planned_workload
+
+        return planned_workload(plans.SPECS[name], scenarios, repetitions)
+
     return FunctionPlan(
         name=name,
         kind=PlanKind.LIVE,
@@ -84,6 +91,7 @@ def _live(name: str, description: str, repetitions: RepetitionRule) -> FunctionP
         repetitions=repetitions,
         accepts_scenario=True,
         paid=True,
+        workload=workload,
     )
 
 
@@ -101,6 +109,12 @@ async def _run_offline(request: PlanRequest) -> PlanOutcome:
     from vitrine_shop.evals.offline import run_mode
 
     return await run_mode(request)
+
+
+def _safety_workload(scenarios: tuple[str, ...], repetitions: int) -> list[str]:
+    from vitrine_shop.redteam.eval06 import planned_workload
+
+    return planned_workload()
 
 
 async def _run_safety(request: PlanRequest) -> PlanOutcome:
@@ -177,6 +191,7 @@ _PLANS = (
         scenario_refusal=_SAFETY_TARGET,
         paid=True,
         fn=_run_safety,
+        workload=_safety_workload,
     ),
 )
 

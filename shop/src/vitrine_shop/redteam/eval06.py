@@ -43,7 +43,7 @@ from vitrine_shop.redteam.target import REDTEAM_TARGET
 if TYPE_CHECKING:
     from vitrine.providers import ChatModel
 
-__all__ = ["DEFINITION", "EVAL06_ATTACKS", "Eval06Options", "run_eval06"]
+__all__ = ["DEFINITION", "EVAL06_ATTACKS", "Eval06Options", "planned_workload", "run_eval06"]
 
 PLAN = "eval06-safety-probes"
 DEFINITION = "vitrine-live-safety@1.0.0"
@@ -62,6 +62,21 @@ class Eval06Options:
     probes_per_attack: int = PROBES_PER_ATTACK
     probe_timeout_s: float = 300.0
     environ: Mapping[str, str] | None = None
+
+
+def planned_workload(options: Eval06Options | None = None) -> list[str]:
+    """The campaign's fixed workload, before anything is called: probes and the call ceiling."""
+    options = options or Eval06Options()
+    probes = len(EVAL06_ATTACKS) * options.probes_per_attack
+    ceiling = options.ceiling
+    return [
+        f"{PLAN}: planned workload on paid model services",
+        f"  {len(EVAL06_ATTACKS)} attack(s) x {options.probes_per_attack} probe(s) = {probes} "
+        f"probe(s), each against a fresh target: {', '.join(EVAL06_ATTACKS)}",
+        f"  model calls: at most {ceiling.campaign(probes)} ({ceiling.target_calls_per_probe} "
+        f"target and {ceiling.judge_calls_per_probe} judge call(s) per probe), enforced call by "
+        "call",
+    ]
 
 
 def _config(request: PlanRequest, environ: Mapping[str, str]) -> ProviderConfig:

@@ -19,6 +19,7 @@ __all__ = [
     "EVAL04",
     "EVAL05",
     "LOCAL_AGENT_BUDGET",
+    "SPECS",
     "eval01_agent",
     "eval02_workflow",
     "eval03_compare",
@@ -31,6 +32,7 @@ EVAL02 = LivePlanSpec("eval02-workflow", ("workflow",))
 EVAL03 = LivePlanSpec("eval03-compare", ("agent", "workflow"), compare=True)
 EVAL04 = LivePlanSpec("eval04-stochastic-agent", ("agent",), stochastic=True)
 EVAL05 = LivePlanSpec("eval05-stochastic-workflow", ("workflow",), stochastic=True)
+SPECS = {spec.name: spec for spec in (EVAL01, EVAL02, EVAL03, EVAL04, EVAL05)}
 
 # A small local model on a few CPU cores pays seconds per generated token; fewer turns keep a
 # trial within minutes while still letting it call the tools the chain needs.

@@ -97,6 +97,7 @@ __all__ = [
     "LiveModels",
     "LiveOptions",
     "LivePlanSpec",
+    "planned_workload",
     "run_live_plan",
 ]
 
@@ -184,24 +185,7 @@ async def run_live_plan(
     scenarios = request.scenarios
     if not scenarios:
         raise UsageError(f"{spec.name} needs at least one scenario")
-    ceilings = (
-        (options.subject_max_output_tokens, options.judge_max_output_tokens)
-        if configs is None
-        else (
-            configs[0].subject_max_output_tokens,
-            (configs[1] or configs[0]).judge_max_output_tokens,
-        )
-    )
-    preview = WorkloadPreview(
-        spec.name,
-        scenarios,
-        spec.arm_ids,
-        request.repetitions,
-        subject_max_output_tokens=ceilings[0],
-        judge_max_output_tokens=ceilings[1],
-        paid=paid,
-        power=_design(spec, len(scenarios), request.repetitions),
-    )
+    preview = _workload(spec, scenarios, request.repetitions, _ceilings(configs, options), paid)
     sink = _sink(request)
     nodes = [
         SuiteNode("session", "terminal", "live session"),
@@ -420,6 +404,47 @@ def _metered(models: LiveModels, meter: SpendMeter) -> LiveModels:
     return dataclasses.replace(
         models, subject=MeteredModel(models.subject, meter), judge=MeteredModel(models.judge, meter)
     )
+
+
+def planned_workload(
+    spec: LivePlanSpec,
+    scenarios: Sequence[str],
+    repetitions: int,
+    environ: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The workload preview the plan prints before its first call, for the default provider,
+    computed the same way and calling nothing: what the selector shows before it asks."""
+    configs = _read_configs(PlanRequest(plan=spec.name), os.environ if environ is None else environ)
+    ceilings = _ceilings(configs, LiveOptions())
+    preview = _workload(spec, scenarios, repetitions, ceilings, _paid(configs))
+    return preview.lines()
+
+
+def _workload(
+    spec: LivePlanSpec,
+    scenarios: Sequence[str],
+    repetitions: int,
+    ceilings: tuple[int, int],
+    paid: bool,
+) -> WorkloadPreview:
+    return WorkloadPreview(
+        spec.name,
+        scenarios,
+        spec.arm_ids,
+        repetitions,
+        subject_max_output_tokens=ceilings[0],
+        judge_max_output_tokens=ceilings[1],
+        paid=paid,
+        power=_design(spec, len(scenarios), repetitions),
+    )
+
+
+def _ceilings(configs: _Configs | None, options: LiveOptions) -> tuple[int, int]:
+    """The subject's and the judge's output-token ceilings per request."""
+    if configs is None:
+        return options.subject_max_output_tokens, options.judge_max_output_tokens
+    subject, judge = configs
+    return subject.subject_max_output_tokens, (judge or subject).judge_max_output_tokens
 
 
 def _design(spec: LivePlanSpec, scenarios: int, repetitions: int) -> PowerStatement:
