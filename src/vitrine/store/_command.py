@@ -119,8 +119,11 @@ def _run(args: argparse.Namespace) -> int:
     from vitrine.store._naming import damaged_store, resolve_root
 
     root = resolve_root(args.output)
-    if root.exists() and not root.is_dir():
-        raise CommandRefusal(f"--output {root} is not a directory")
+    # The nearest part of the path that exists must be a folder: under a file, no store can be.
+    existing = next((p for p in (root, *root.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == root else f" ({existing} is a file)"
+        raise CommandRefusal(f"--output {root} is not a directory{where}")
     damage = damaged_store(root)
     if damage is not None:
         raise CommandRefusal(damage, INFRASTRUCTURE)
