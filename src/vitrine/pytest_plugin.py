@@ -20,7 +20,9 @@ only pytest and the standard library; httpx, the judge and the providers load on
   (``check(name, None, why)`` or ``not_applicable(name, why)``), which neither passes nor
   fails. Judged ones (G-Eval style: criteria, evaluation steps, a 0–1 score, a threshold
   between 0.65 and 1.0) run only when a judge is configured (``VITRINE_JUDGE_PROVIDER`` =
-  openai, azure or local; or ``VITRINE_JUDGE_FACTORY`` = ``module:attr`` returning a judge).
+  openai, azure, anthropic or local; ``PROMPTFOO_GRADING_PROVIDER``, the pipelines
+  specification's name, when it is unset, also in promptfoo's ``openai:gpt-4o-mini`` form; or
+  ``VITRINE_JUDGE_FACTORY`` = ``module:attr`` returning a judge).
   Every metric of a test is recorded, even after one failed; when the test body ends, a test
   with failed metrics fails with all their messages. A test with a judged metric that could
   not be measured is never reported as passed: it is skipped with the reason, or fails with
@@ -66,6 +68,7 @@ from vitrine.subjects._chat_client import (
 
 if TYPE_CHECKING:
     from vitrine._bench.response import SubjectResponse
+    from vitrine._plans.base import ProviderName
     from vitrine.judge._base import Judge
 
 __all__ = [
@@ -248,23 +251,61 @@ def _judge_metric(
     return Metric(name, "judged", score, threshold, state, _bound(result.summary))
 
 
+JUDGE_PROVIDER_ENV = "VITRINE_JUDGE_PROVIDER"
+# The pipelines specification's name for the grading provider: read when vitrine's is unset.
+GRADING_PROVIDER_ALIAS = "PROMPTFOO_GRADING_PROVIDER"
+# promptfoo's provider prefixes (``openai:gpt-4o-mini``, ``azureopenai:chat:DEPLOYMENT``,
+# ``anthropic:messages:MODEL``) and the vitrine provider each one names.
+_PROMPTFOO_PROVIDERS: dict[str, ProviderName] = {
+    "openai": "openai",
+    "azureopenai": "azure",
+    "anthropic": "anthropic",
+}
+_PROMPTFOO_API_KINDS = ("chat", "messages", "completion")
+
+
+def judge_provider_setting() -> tuple[str, ProviderName, str | None] | str | None:
+    """(variable, provider, model) of the configured judge provider, a reason it cannot be
+    used, or None when neither ``VITRINE_JUDGE_PROVIDER`` nor its alias is set."""
+    from vitrine._plans.base import PROVIDERS
+
+    variable = JUDGE_PROVIDER_ENV
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        variable, value = GRADING_PROVIDER_ALIAS, os.environ.get(GRADING_PROVIDER_ALIAS, "").strip()
+    if not value:
+        return None
+    named = next((known for known in PROVIDERS if known == value), None)
+    if named is not None:
+        return variable, named, None
+    prefix, _, rest = value.partition(":")
+    kind, _, model = rest.partition(":")
+    if kind not in _PROMPTFOO_API_KINDS:
+        model = rest
+    if prefix in _PROMPTFOO_PROVIDERS and model:
+        return variable, _PROMPTFOO_PROVIDERS[prefix], model
+    return (
+        f"{variable}={value[:80]!r} is not one of {', '.join(PROVIDERS)}, nor a promptfoo "
+        f"provider id of {', '.join(sorted(_PROMPTFOO_PROVIDERS))} with a model "
+        "(openai:gpt-4o-mini)"
+    )
+
+
 def load_judge() -> Judge | str | None:
     """The configured judge; None when none is configured; a reason when one cannot be built."""
     factory = os.environ.get("VITRINE_JUDGE_FACTORY", "").strip()
-    provider = os.environ.get("VITRINE_JUDGE_PROVIDER", "").strip()
     if factory:
         import importlib
 
         module_name, _, attr = factory.partition(":")
         built: Judge = getattr(importlib.import_module(module_name), attr or "judge")()
         return built
-    if not provider:
-        return None
-    from vitrine._plans.base import PROVIDERS
+    setting = judge_provider_setting()
+    if setting is None or isinstance(setting, str):
+        return setting
+    _, name, model = setting
+    import dataclasses
 
-    name = next((known for known in PROVIDERS if known == provider), None)
-    if name is None:
-        return f"VITRINE_JUDGE_PROVIDER={provider!r} is not one of {', '.join(PROVIDERS)}"
     from vitrine.errors import UsageError
     from vitrine.judge._llm import LLMJudge
     from vitrine.providers._config import ProviderConfig, create_chat_model, readiness
@@ -273,6 +314,9 @@ def load_judge() -> Judge | str | None:
         config = ProviderConfig.from_env(name)
     except UsageError as exc:  # a service URL holding credentials: refused, nothing called
         return f"the judge is not configured: {exc}"
+    if model is not None:
+        # The model named with the provider is the judge's (a deployment, for Azure).
+        config = dataclasses.replace(config, judge_model=model)
     state = readiness(config)
     if not state.ready:
         return f"the judge is not ready: {state.reason}"

@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # A quoted name with one of the prefixes vitrine reads from the environment.
 _READ = re.compile(
-    r"""["']((?:VITRINE|OPENAI|AZURE_OPENAI|ANTHROPIC|EVAL|LANGFUSE|OTEL|PHOENIX|RAGAS)_[A-Z0-9_]+)["']"""
+    r"""["']((?:VITRINE|OPENAI|AZURE_OPENAI|ANTHROPIC|EVAL|LANGFUSE|OTEL|PHOENIX|RAGAS|PROMPTFOO)_[A-Z0-9_]+)["']"""
 )
 _LISTED = re.compile(r"^#?\s*([A-Z][A-Z0-9_]+)=", re.MULTILINE)
 

@@ -152,6 +152,7 @@ def _run(
         env={
             **os.environ,
             "VITRINE_JUDGE_PROVIDER": "",
+            "PROMPTFOO_GRADING_PROVIDER": "",
             "VITRINE_JUDGE_FACTORY": "",
             "VITRINE_UNMEASURED": unmeasured,
         },
@@ -250,3 +251,41 @@ def test_the_behaviour_report_is_sealed_so_an_edited_verdict_is_not_listed(tmp_p
     assert [h.verdict for h in Catalog(store, persist=False).headers()] == ["fail"]
     report.write_text(report.read_text().replace('"exit_status": 1', '"exit_status": 0'))
     assert [h.verdict for h in Catalog(store, persist=False).headers()] == ["unverified"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("openai", ("openai", None)),
+        ("openai:gpt-4o-mini", ("openai", "gpt-4o-mini")),
+        ("openai:chat:gpt-4o-mini", ("openai", "gpt-4o-mini")),
+        ("azureopenai:chat:shop-judge", ("azure", "shop-judge")),
+        ("anthropic:messages:claude-3-5-haiku-latest", ("anthropic", "claude-3-5-haiku-latest")),
+    ],
+)
+def test_the_specifications_grading_provider_configures_the_judge(monkeypatch, value, expected):
+    from vitrine.pytest_plugin import judge_provider_setting
+
+    monkeypatch.delenv("VITRINE_JUDGE_PROVIDER", raising=False)
+    monkeypatch.setenv("PROMPTFOO_GRADING_PROVIDER", value)
+    assert judge_provider_setting() == ("PROMPTFOO_GRADING_PROVIDER", *expected)
+    # vitrine's own name wins when both are set.
+    monkeypatch.setenv("VITRINE_JUDGE_PROVIDER", "local")
+    assert judge_provider_setting() == ("VITRINE_JUDGE_PROVIDER", "local", None)
+
+
+def test_an_alias_that_names_no_known_provider_is_a_reason_not_a_judge(monkeypatch):
+    from vitrine.pytest_plugin import load_judge
+
+    monkeypatch.delenv("VITRINE_JUDGE_PROVIDER", raising=False)
+    monkeypatch.delenv("VITRINE_JUDGE_FACTORY", raising=False)
+    monkeypatch.setenv("PROMPTFOO_GRADING_PROVIDER", "vertex:gemini-pro")
+    reason = load_judge()
+    assert isinstance(reason, str) and reason.startswith("PROMPTFOO_GRADING_PROVIDER='vertex")
+    monkeypatch.setenv("PROMPTFOO_GRADING_PROVIDER", "openai:gpt-4o-mini")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    reason = load_judge()
+    # Read and configured, then found unready: the alias is not ignored.
+    assert isinstance(reason, str) and "the judge is not ready" in reason
+    assert "OPENAI_API_KEY" in reason
