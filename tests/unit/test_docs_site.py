@@ -166,3 +166,17 @@ def test_the_site_builds_strictly(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     api = (tmp_path / "api" / "index.html").read_text()
     assert "Ask the subject for its response" in api  # Arm.respond, from its docstring
+
+
+def test_the_migration_ledger_records_trace_export_and_the_receipt_numbering():
+    from vitrine.store._receipts import RECEIPT_SCHEMA, RECEIPT_SCHEMA_VERSION
+
+    rows = (ROOT / "MIGRATION.md").read_text(encoding="utf-8").splitlines()
+    trace = [r for r in rows if r.startswith("| Langfuse export |")]
+    # Trace export exists: the row names the namespace, and nothing says it is still to come.
+    assert len(trace) == 1 and "`vitrine.tracing`" in trace[0]
+    assert "not yet" not in trace[0].lower()
+    receipt = [r for r in rows if "schema 1.4" in r]
+    # The protocol's receipt schema 1.4 is mapped onto the schema and version vitrine writes.
+    assert len(receipt) == 1
+    assert f"`{RECEIPT_SCHEMA}`, version {RECEIPT_SCHEMA_VERSION}" in receipt[0]
