@@ -196,6 +196,7 @@ def _models(args: argparse.Namespace, variant: str) -> _Models:
     """The provider's models, only when one is named; refuses before any call."""
     if args.provider is None:
         return _Models(None, None, None, "offline (scripted)")
+    from vitrine._cost import confirmation_refusal
     from vitrine.providers._config import ProviderConfig, create_chat_model, readiness
     from vitrine.redteam._judge import ChatModelSafetyJudge
     from vitrine.redteam._providers import redteam_config
@@ -203,11 +204,14 @@ def _models(args: argparse.Namespace, variant: str) -> _Models:
     config = redteam_config(
         ProviderConfig.from_env(args.provider, model=args.model, local_model=args.local_model)
     )
-    if config.paid and not args.confirm_paid:
-        raise CommandRefusal(
-            f"--provider {args.provider} calls a paid model service: add --confirm-paid "
-            "(--provider local costs nothing and needs no confirmation)"
-        )
+    refusal = confirmation_refusal(
+        f"--provider {args.provider} calls a paid model service (--provider local costs "
+        "nothing and needs no confirmation)",
+        paid=config.paid,
+        confirmed=args.confirm_paid,
+    )
+    if refusal is not None:
+        raise CommandRefusal(refusal)
     state = readiness(config)
     if not state.ready:
         raise CommandRefusal(
