@@ -2,7 +2,7 @@
 type carrying its exit code, one way to print it, and the options every command spells alike.
 
 argparse prints and calls ``sys.exit`` on a bad argument; a command's ``main(argv)`` must
-instead *return* its code (an :class:`~vitrine._outcomes.ExitCode`) so that it can be tested and
+instead *return* its code (an :class:`~vitrine.ExitCode`) so that it can be tested and
 composed, and every refusal reads the same: ``PROG: error: one sentence``.
 
 Only ``argparse`` and the standard-library outcome vocabulary are imported: ``--help`` and a
@@ -250,12 +250,13 @@ def parse_with_suite(
     the suite ``suite`` knows is refused naming both, with the flags the suite does offer."""
     namespace, extras = parser.parse_known_args(list(args))
     if extras:
-        flag = next((extra.partition("=")[0] for extra in extras if extra.startswith("-")), None)
+        flagged = any(extra.startswith("-") for extra in extras)
+        # The flag is not repeated: it stands just before, and may be thousands of characters.
         why = (
-            ""
-            if flag is None
-            else f" (suite {suite} does not provide {flag} and vitrine has no such flag; the "
-            f"suite's own flags: {', '.join(own) or 'none'})"
+            f" (neither vitrine nor suite {suite} has that flag; the suite's own flags: "
+            f"{', '.join(own) or 'none'})"
+            if flagged
+            else ""
         )
         raise CommandRefusal(f"unrecognized arguments: {' '.join(extras)}{why}", USAGE)
     return namespace

@@ -157,7 +157,9 @@ def test_help_offers_a_suites_own_flags_only_for_the_suite_named(capsys):
 def test_the_list_of_plans_names_the_suites_modes_and_shorthands(capsys):
     code, out, _ = run(["--list-plans"], capsys)
     assert code == 0
-    assert re.search(r"^modes:\n  --self-test .*\n  --ablate-catalogue .*\n  --controls-only ", out, re.M)
+    assert re.search(
+        r"^modes:\n  --self-test .*\n  --ablate-catalogue .*\n  --controls-only ", out, re.M
+    )
     assert re.search(r"^  --live-subjects-and-judge\s+--eval-plan eval03-compare$", out, re.M)
 
 
@@ -166,9 +168,8 @@ def test_the_list_of_plans_names_the_suites_modes_and_shorthands(capsys):
     [
         (
             ["--bogus"],
-            "unrecognized arguments: --bogus (suite vitrine-shop does not provide --bogus and "
-            "vitrine has no such flag; the suite's own flags: --ablate-catalogue, "
-            "--live-subjects-and-judge)",
+            "unrecognized arguments: --bogus (neither vitrine nor suite vitrine-shop has that "
+            "flag; the suite's own flags: --ablate-catalogue, --live-subjects-and-judge)",
         ),
         (["--provider", "cloud", "--all"], "invalid choice: 'cloud'"),
         (["--eval-plan", "nope"], "unknown plan 'nope': suite vitrine-shop has offline-suite"),
@@ -523,7 +524,7 @@ def test_the_shops_own_flags_are_refused_for_another_suite_naming_both(toy, flag
     code, out, err = run(["--suite", toy, flag, "--confirm-paid"], capsys)
     assert code == 2
     assert out == ""
-    assert f"suite toy does not provide {flag} and vitrine has no such flag" in err
+    assert f"unrecognized arguments: {flag} (neither vitrine nor suite toy has that flag" in err
     assert "the suite's own flags: none" in err
     assert sys.modules[toy].REQUESTS == []
 

@@ -107,9 +107,8 @@ def test_another_suites_flags_are_refused_naming_the_suite_and_its_flags(flagged
     code, out, err = _run(["--suite", flagged, "--ablate-catalogue"], capsys)
     assert code == 2 and out == ""
     assert (
-        "unrecognized arguments: --ablate-catalogue (suite flagged does not provide "
-        "--ablate-catalogue and vitrine has no such flag; the suite's own flags: "
-        "--shuffle-cases, --live-now)"
+        "unrecognized arguments: --ablate-catalogue (neither vitrine nor suite flagged has "
+        "that flag; the suite's own flags: --shuffle-cases, --live-now)"
     ) in err
 
 
@@ -142,7 +141,7 @@ def test_serve_hands_the_suites_options_to_its_factory_at_their_defaults(flagged
 def test_serve_refuses_an_option_the_suite_does_not_declare(flagged, capsys):
     code, _, err = _run(["serve", "--suite", flagged, "--architecture", "agent"], capsys)
     assert code == 2
-    assert "suite flagged does not provide --architecture" in err
+    assert "--architecture agent (neither vitrine nor suite flagged has that flag" in err
     assert "the suite's own flags: --shape, --quiet" in err
     code, _, err = _run(["serve", "--suite", flagged, "--shape", "oval"], capsys)
     assert code == 2
