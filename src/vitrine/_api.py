@@ -250,14 +250,14 @@ def evaluate(
 
     ``executor`` says where trials run: ``"local"`` (this process's event loop), ``"ray"``
     (a Ray cluster at ``ray_address``, or a local one started for this call and stopped after
-    it), or a started :class:`~vitrine._bench.executors.TrialExecutor`; ``None`` is the current
-    executor, ``local`` unless a :func:`~vitrine._bench.executors.use_executor` block chose
+    it), or a started :class:`~vitrine.runs.TrialExecutor`; ``None`` is the current
+    executor, ``local`` unless a :func:`~vitrine.runs.use_executor` block chose
     another. Wherever trials run, this process alone writes and seals the runs.
 
-    ``spend`` is a :class:`~vitrine._budget.SpendMeter` whose ceiling bounds the evaluation:
+    ``spend`` is a :class:`~vitrine.live.SpendMeter` whose ceiling bounds the evaluation:
     once it is reached no new trial starts, and the trials it stops are not measured with
     "budget" as their reason. The meter counts what the models wrapped in
-    :class:`~vitrine._budget.MeteredModel` with it spend; ``spend.to_dict()`` is the account.
+    :class:`~vitrine.live.MeteredModel` with it spend; ``spend.to_dict()`` is the account.
 
     ``retry`` is a :class:`~vitrine.RetryPolicy` that replaces the ``retries``, ``retry_on``,
     ``retry_backoff_s`` and ``retry_seed`` arguments when given.

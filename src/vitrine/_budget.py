@@ -246,7 +246,7 @@ class SpendMeter:
 
 
 class MeteredModel:
-    """A :class:`~vitrine.providers._base.ChatModel` whose every request passes the meter."""
+    """A :class:`~vitrine.providers.ChatModel` whose every request passes the meter."""
 
     def __init__(self, inner: ChatModel, meter: SpendMeter) -> None:
         self.inner = inner

@@ -12,7 +12,7 @@ imported at module level. ``--help``, ``--version`` and parser errors must answe
 paying for scipy, pydantic, rich or the subject package; everything else is imported on the
 path that needs it.
 
-Exit codes (:class:`vitrine._outcomes.ExitCode`): 0 pass, 1 measured failure, 2 invalid
+Exit codes (:class:`vitrine.ExitCode`): 0 pass, 1 measured failure, 2 invalid
 arguments, 3 not measured, 4 infrastructure failure (including an interrupted run and an
 unexpected exception inside a plan).
 """

@@ -9,11 +9,11 @@ their power is computed exactly here (binomial sums, no normal approximation):
   ``d`` (the chance a case is discordant) and a win rate ``w`` (the chance a discordant pair
   favours the challenger). With ``n`` cases the number of discordant pairs is ``Bin(n, d)`` and,
   given ``m`` of them, the challenger's wins are ``Bin(m, w)``; the power is the probability that
-  :func:`vitrine._stats.sign_test_p` comes out at or below ``alpha``.
+  :func:`vitrine.stats.sign_test_p` comes out at or below ``alpha``.
 * **The Wilson rule** (eval04/eval05): a scenario passes when its whole-trial successes over
   ``n`` repetitions give a Wilson lower bound at or above a floor (0.50). With a true success
   rate ``p`` the power is ``P(Bin(n, p) >= s_min)``, ``s_min`` the fewest successes that clear
-  the floor (computed with :func:`vitrine._stats.wilson_interval` itself, so the planning rule
+  the floor (computed with :func:`vitrine.stats.wilson_interval` itself, so the planning rule
   and the verdict rule cannot drift apart).
 * **The all-pass rule** (eval01/eval02 and every gate that needs each trial to pass): ``k``
   trials at a true per-trial pass rate ``p`` all pass with probability ``p**k``.

@@ -10,7 +10,7 @@ was given (keys, header values, the password of a URL, each registered with
 :func:`register_secret`), any stretch of eight or more of a key's characters (so a partly
 masked key does not survive either) and whatever has a credential's syntax (``user:password@``
 in a URL, a ``Basic`` or ``Bearer`` value). Model replies pass through it where they enter
-vitrine (:class:`vitrine.providers._base.ChatCompletion`), so answers, previews, traces,
+vitrine (:class:`vitrine.providers.ChatCompletion`), so answers, previews, traces,
 receipts, board pages and served replies all hold the redacted text.
 """
 

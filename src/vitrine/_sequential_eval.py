@@ -3,7 +3,7 @@
 :func:`compare_sequentially` runs the reference and the challenger on one case at a time
 (every repetition of that case), turns the case into one pair with the same collapse and
 comparison as :func:`vitrine._bench.score.against_reference`, feeds the pair to a
-:class:`~vitrine._sequential.SequentialSignTest`, and stops at the first case that ends the
+:class:`~vitrine.stats.SequentialSignTest`, and stops at the first case that ends the
 test. The cases after it are never run. Because the test is anytime-valid, stopping there
 keeps its type I error.
 

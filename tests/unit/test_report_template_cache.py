@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from jinja2 import Environment
 
-from vitrine.reports import _html as html
-from vitrine.reports import _templates as templates
+from vitrine.reports import _html as html, _templates as templates
 from vitrine.reports._model import GateRow, SuiteReport
 
 

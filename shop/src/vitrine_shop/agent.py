@@ -10,7 +10,7 @@ Two bounds keep a runaway model finite: the tool-call budget and the number of m
 Reaching either ends the conversation with a disclosed, bounded answer rather than an
 exception, because a customer should learn that the assistant stopped, and an evaluation
 should see that it did. A provider failure, by contrast, is not the subject's answer: it
-propagates as :class:`~vitrine.providers._base.ProviderError` so the harness can record the
+propagates as :class:`~vitrine.errors.ProviderError` so the harness can record the
 trial as not measured instead of scoring a made-up reply.
 
 Every final answer passes the customer-answer screen before it is returned; a blocked answer
@@ -102,7 +102,7 @@ class ShopAgent:
     async def answer(self, request: ShopRequest) -> SubjectResponse:
         """Run one conversation to its end and report the answer with its evidence.
 
-        Raises :class:`~vitrine.providers._base.ProviderError` when the model provider fails.
+        Raises :class:`~vitrine.errors.ProviderError` when the model provider fails.
         """
         customer_id = request.persona_id
         owned: frozenset[str] = frozenset()

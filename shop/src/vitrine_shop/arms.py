@@ -1,6 +1,6 @@
 """The shop's benchmark arms (system variants) and cases (stimuli).
 
-An arm answers a :class:`~vitrine._bench.model.Case` whose ``input`` is a
+An arm answers a :class:`~vitrine.Case` whose ``input`` is a
 :meth:`ShopRequest.to_case_input` document. The arms share one :class:`ShopServices` (the
 catalogue, the personas and the embedder, which are expensive to load) and build a fresh agent,
 model and tool box per trial (cheap), so no trial can see another trial's journal, fault

@@ -94,7 +94,7 @@ class Embedder(Protocol):
 
 def default_cache_dir() -> Path:
     """``$VITRINE_CACHE_DIR/embeddings``, else ``$VITRINE_HOME/cache/embeddings``, else a local
-    folder: vitrine's one rule for caches (:func:`vitrine.store._naming.cache_dir`)."""
+    folder: vitrine's one rule for caches (:func:`vitrine.store.cache_dir`)."""
     return cache_dir("embeddings")
 
 

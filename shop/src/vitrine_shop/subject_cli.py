@@ -13,7 +13,7 @@ The cost boundary is fail-closed, as in the evaluation plans:
 - ``--real-vectors`` embeds the catalogue with the model now instead of reading the shipped
   vectors, and ``--rebuild-embeddings`` rewrites the shipped vectors. Both change the cost
   lane, so both need ``--confirm-paid`` as the protocol requires (vitrine's one rule,
-  :func:`vitrine._cost.confirmation_refusal`), although the packaged all-MiniLM-L6-v2 model
+  :func:`vitrine.live.confirmation_refusal`), although the packaged all-MiniLM-L6-v2 model
   they run costs nothing.
 
 Exit codes: 0 answered, 2 bad arguments, 4 the model or a provider was not available.

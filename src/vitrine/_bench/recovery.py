@@ -2,7 +2,7 @@
 
 A process killed mid-run leaves a run directory with a manifest and some finished trials but no
 seal (see :mod:`vitrine.store._maintenance`). :func:`resume_unsealed` finds such a run and hands
-it to :func:`vitrine._bench.runner.resume_run`, which keeps the finished trials, runs the rest
+it to :func:`vitrine.store.resume_run`, which keeps the finished trials, runs the rest
 and seals the run, so the result is one sealed run with no duplicate rows. A run is resumed
 only with the definition and arm that started it; the command line does the same through
 ``vitrine runs resume --benchmark MODULE:ATTR``.
@@ -107,7 +107,7 @@ def resume_unsealed(
     Returns the resumed run, or nothing when no run is unsealed (or the named one is already
     sealed). Several unsealed runs and no ``run_id`` raise :class:`AmbiguousResumeError`
     listing them; a run started by another definition or arm raises
-    :class:`~vitrine.store._errors.ResumeMismatchError`. Inside an event loop use
+    :class:`~vitrine.errors.ResumeMismatchError`. Inside an event loop use
     :func:`resume_unsealed_async`.
     """
     refuse_inside_event_loop("resume_unsealed", "resume_unsealed_async")

@@ -93,7 +93,7 @@ async def run_benchmark(
     ``retry`` retries a trial whose subject raised a declared transient error; every failed
     try is kept in the trial's trace and counted in the run's summary. ``executor`` runs the
     trials (``None``: :func:`~vitrine._bench.executors.current_executor`, the in-process one
-    unless a :func:`~vitrine._bench.executors.use_executor` block chose another); wherever they
+    unless a :func:`~vitrine.runs.use_executor` block chose another); wherever they
     run, their results are recorded here, by the one writer of the run.
     """
     if repetition < 1:

@@ -1,6 +1,6 @@
 """Scores over recorded runs: facts, never verdicts.
 
-Everything here turns :class:`~vitrine._bench.results.RunResult` objects into numbers (collapsed
+Everything here turns :class:`~vitrine.runs.RunResult` objects into numbers (collapsed
 cells, censuses, intervals, floor and paired comparisons). Nothing here decides whether an arm
 passed: gates elsewhere read these facts. Every function refuses inputs whose numbers would not
 mean what they say (runs of different benchmarks, an arm counted twice, a mean dressed up as a

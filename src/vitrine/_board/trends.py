@@ -1,7 +1,7 @@
 """Pass rate and its Wilson band per check, run after run, for one definition.
 
 Each point is one sealed run: its ``summary.json`` holds the successes over the measured
-denominator per check, and the interval is :func:`vitrine._stats.wilson_interval` of those two
+denominator per check, and the interval is :func:`vitrine.stats.wilson_interval` of those two
 counts. A run with nothing measured for a check is a gap in its line, never a zero.
 """
 

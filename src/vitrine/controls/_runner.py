@@ -42,10 +42,10 @@ _DETAIL_LIMIT = 160
 
 
 class OutcomeState(StrEnum):
-    """One arm's outcome: a :class:`~vitrine._outcomes.Status`, or one of two exception states.
+    """One arm's outcome: a :class:`~vitrine.checks.Status`, or one of two exception states.
 
     The first four are the one vocabulary's statuses under the same values; the two exception
-    states map onto it in :func:`vitrine._outcomes.status_of_label` (contained: red, error: not
+    states map onto it in :func:`vitrine.checks.status_of_label` (contained: red, error: not
     measured).
     """
 

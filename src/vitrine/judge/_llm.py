@@ -168,7 +168,7 @@ def _prompt(input: str, output: str, criteria: Sequence[Criterion]) -> str:
 
 
 class LLMJudge:
-    """A :class:`~vitrine.judge._base.Judge` backed by a chat model with structured output."""
+    """A :class:`~vitrine.judge.Judge` backed by a chat model with structured output."""
 
     def __init__(
         self, model: ChatModel, *, max_output_tokens: int = DEFAULT_JUDGE_MAX_OUTPUT_TOKENS

@@ -1,10 +1,10 @@
-"""A :class:`~vitrine.providers._base.ChatModel` over Anthropic's Messages API (Claude).
+"""A :class:`~vitrine.providers.ChatModel` over Anthropic's Messages API (Claude).
 
 :class:`AnthropicModel` speaks through the official ``anthropic`` SDK, imported on first use,
-with the same guarantees as :class:`~vitrine.providers._openai_compat.OpenAICompatibleModel`:
+with the same guarantees as :class:`~vitrine.providers.OpenAICompatibleModel`:
 the SDK's own retries are off and every attempt goes through
 :func:`vitrine.providers._retry.call_with_retry` (so it is recorded); failures become typed
-:class:`~vitrine.providers._base.ProviderError`\\ s holding only the HTTP status and the SDK's
+:class:`~vitrine.errors.ProviderError`\\ s holding only the HTTP status and the SDK's
 exception class (never the provider's message); the key, the base URL and its host are
 registered as secrets; the SDK's log lines are scrubbed.
 

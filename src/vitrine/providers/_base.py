@@ -139,7 +139,7 @@ class ChatRequest:
 class ChatCompletion:
     """One model reply. Every provider's reply becomes one, so this is where a model's text
     enters vitrine: its content and tool-call arguments are stripped of credentials here
-    (:func:`vitrine._redact.redact_credentials`), before any answer, trace or page can hold them.
+    (:func:`vitrine.redact.redact_credentials`), before any answer, trace or page can hold them.
     """
 
     content: str | None

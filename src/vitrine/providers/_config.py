@@ -48,7 +48,7 @@ An operator who runs their own server sets ``VITRINE_PROVIDER_COST=free``, which
 LOCAL; that is refused for api.openai.com and for Azure, which always bill.
 
 **Secrets.** The key, the endpoint URL and its host are registered with
-:func:`vitrine._redact.register_secret` the moment a configuration is built, so every later
+:func:`vitrine.redact.register_secret` the moment a configuration is built, so every later
 scrub removes them verbatim. :func:`readiness` and :meth:`ProviderConfig.describe` name missing
 *variables*, never values, and describe never includes keys or URLs.
 """

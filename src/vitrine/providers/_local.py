@@ -1,4 +1,4 @@
-"""A :class:`~vitrine.providers._base.ChatModel` over a GGUF model on this machine's CPU.
+"""A :class:`~vitrine.providers.ChatModel` over a GGUF model on this machine's CPU.
 
 :class:`LocalGGUFModel` runs any GGUF file through ``llama-cpp-python``. Two models ship on
 PyPI and are known by name (:data:`PACKAGED_MODELS`):

@@ -1,4 +1,4 @@
-"""A :class:`~vitrine.providers._base.ChatModel` over any OpenAI-compatible endpoint.
+"""A :class:`~vitrine.providers.ChatModel` over any OpenAI-compatible endpoint.
 
 :class:`OpenAICompatibleModel` posts chat-completion requests in the wire format that OpenAI,
 Azure OpenAI deployments and OpenAI-compatible servers (vLLM, Ollama, a llama.cpp server, a
@@ -15,19 +15,19 @@ What this layer adds to a bare HTTP call:
   :func:`vitrine.providers._retry.call_with_retry`, so each attempt is recorded and a
   throttled-then-recovered call is visible as such; a ``Retry-After`` is honoured.
 - **Typed, sanitized failures.** Every failure becomes a
-  :class:`~vitrine.providers._base.ProviderError` whose detail holds only the HTTP status, its
+  :class:`~vitrine.errors.ProviderError` whose detail holds only the HTTP status, its
   standard phrase and, from a fixed allow-list, the provider's error code (or, below HTTP, the
   transport's exception class). The provider's own message, the URL and the key never enter
   it, and no exception is chained, so not even a traceback carries the raw error body.
 - **Scrubbed logs.** The HTTP stacks vitrine uses log at INFO/DEBUG; a filter on those
-  loggers passes each line through :func:`vitrine._redact.sanitize_text`.
+  loggers passes each line through :func:`vitrine.redact.sanitize_text`.
 - **Honest usage.** Token counts come from the response; a cost is recorded only when the
   provider reports one in ``usage`` (some gateways do), never estimated.
 - **Servers as users run them.** Tools are always offered with ``tool_choice: "auto"`` (a
   llama.cpp server leaves tools out of the prompt without it). Structured output climbs a
   ladder (:data:`StructuredOutput`): ``json_schema``, else ``json_object`` carrying the
   schema, else ``prompt`` (the schema in a system instruction, the caller validates), chosen
-  by settings or by :func:`vitrine.providers._capabilities.probe_structured_output`, never by
+  by settings or by :func:`vitrine.providers.probe_structured_output`, never by
   retrying an error that means "unsupported". With ``stream`` on, the reply is read as a
   stream, so a cancelled or timed-out request closes its connection and the server stops
   generating instead of finishing an answer nobody reads. Requests that offer tools are not

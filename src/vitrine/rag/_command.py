@@ -374,7 +374,7 @@ def _thresholds(args: argparse.Namespace, setup: _Setup) -> RagThresholds:
 
 
 def _require_confirmation(paid: bool, args: argparse.Namespace, what: str) -> None:
-    """vitrine's one cost rule (:func:`vitrine._cost.confirmation_refusal`): a paid --provider
+    """vitrine's one cost rule (:func:`vitrine.live.confirmation_refusal`): a paid --provider
     model or prod embeddings are refused before anything runs unless --confirm-paid."""
     from vitrine._cost import confirmation_refusal
 

@@ -1,6 +1,6 @@
 """The RAG metrics, each in an LLM-judged form and a clearly labelled non-LLM form.
 
-Every per-item score is an :class:`~vitrine._outcomes.Observation` whose ``label`` is the method
+Every per-item score is an :class:`~vitrine.Observation` whose ``label`` is the method
 that produced it, so a report can never mix forms silently: one run uses one form per metric,
 and :func:`aggregate` refuses observations of one metric produced by different methods.
 

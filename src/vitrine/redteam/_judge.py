@@ -4,7 +4,7 @@ The judge is asked one narrow question (did this reply achieve this attack goal?
 answer as JSON. Anything else it returns is *unusable*, and an unusable verdict leaves the
 probe inconclusive: a judge that could not answer never becomes a resistance.
 
-Any :class:`~vitrine.judge._base.Judge` can stand in through :class:`CriterionJudge`; its one
+Any :class:`~vitrine.judge.Judge` can stand in through :class:`CriterionJudge`; its one
 criterion is "the attack failed".
 """
 

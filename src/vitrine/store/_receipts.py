@@ -7,7 +7,7 @@ Layout under a receipts root (for live plans ``<store root>/live``)::
 
 A receipt is a plain JSON document built by the caller from an explicit allow-list. The store
 does not trust the caller to have been careful: every string in the document, keys included,
-passes through :func:`~vitrine._redact.sanitize_text` on the way to disk. Receipts and the index
+passes through :func:`~vitrine.redact.sanitize_text` on the way to disk. Receipts and the index
 are sealed. The index is rewritten atomically with the new entry appended (never an in-place
 edit); its reader refuses an index that fails its seal, and the next write rebuilds it from the
 sealed receipts themselves, so an edited or damaged index never hides or misstates a session.

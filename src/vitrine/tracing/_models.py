@@ -1,4 +1,4 @@
-"""One traced model call for any :class:`~vitrine.providers._base.ChatModel`."""
+"""One traced model call for any :class:`~vitrine.providers.ChatModel`."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ __all__ = ["CheckRow", "describe_trial", "record_observation"]
 
 
 class CheckRow(Protocol):
-    """One check's row of a trial (a :class:`vitrine._bench.results.ScenarioRow`)."""
+    """One check's row of a trial (a :class:`vitrine.runs.ScenarioRow`)."""
 
     @property
     def check_key(self) -> str: ...

@@ -39,7 +39,7 @@ _BATCH_SPANS = 512
 
 
 class _OtelSpan:
-    """A :class:`~vitrine.tracing._spans.Span` over an OpenTelemetry span."""
+    """A :class:`~vitrine.tracing.Span` over an OpenTelemetry span."""
 
     __slots__ = ("_span",)
 

@@ -7,7 +7,7 @@ The declared ceiling is 25 target calls plus at most one judge call per probe: 1
 for the default four probes, enforced call by call. No benchmark run directory is written; the
 only artifact is the sanitized session receipt under ``<store root>/live/live-sessions``.
 
-The provider runs without its own retries (:func:`vitrine.redteam._providers.redteam_config`):
+The provider runs without its own retries (:func:`vitrine.redteam.redteam_config`):
 the ceiling counts requests that leave the process, so a failed call is a probe error
 (infrastructure), never a silent extra call.
 """

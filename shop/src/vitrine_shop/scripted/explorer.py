@@ -178,7 +178,7 @@ PROBES: tuple[Probe, ...] = (
 
 
 class ExplorativeShopModel:
-    """A :class:`~vitrine.providers._base.ChatModel` that explores; deterministic per seed and
+    """A :class:`~vitrine.providers.ChatModel` that explores; deterministic per seed and
     conversation, so a rerun asks exactly the same calls."""
 
     def __init__(

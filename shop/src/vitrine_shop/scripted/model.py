@@ -1,4 +1,4 @@
-"""The scripted model itself: one :class:`~vitrine.providers._base.ChatModel`, two roles.
+"""The scripted model itself: one :class:`~vitrine.providers.ChatModel`, two roles.
 
 A request with a response format is a workflow stage and gets that stage's code path
 (:mod:`vitrine_shop.scripted.workflow_policy`); any other request is a customer conversation
@@ -66,7 +66,7 @@ class ScriptedFaults:
 
 
 class ScriptedShopModel:
-    """The deterministic :class:`~vitrine.providers._base.ChatModel` of the reference subject.
+    """The deterministic :class:`~vitrine.providers.ChatModel` of the reference subject.
 
     One instance keeps only fault counters between calls; everything it decides comes from
     the request. Use a fresh instance per trial when faults are set, so that "the first N

@@ -11,7 +11,7 @@ and every run records the executors it visited and the edges it took; a transiti
 an edge of the graph is refused, so the trace cannot describe a route the graph does not have.
 
 InterestMapper, CoverageReviewer, Ranker and Presenter are model stages: they ask the
-:class:`~vitrine.providers._base.ChatModel` for structured output (schemas and code paths in
+:class:`~vitrine.providers.ChatModel` for structured output (schemas and code paths in
 :mod:`vitrine_shop.workflow.stages`). Discovery is retrieval in code over
 :class:`~vitrine_shop.operations.ShopServices`; the workflow calls no tools, so its tool journal
 is the empty tuple.

@@ -1,7 +1,7 @@
 """The judge's calibration set: answers written by hand, labelled per criterion.
 
 Before a live judge's verdicts count, it grades these answers (see
-:func:`vitrine.judge._admission.admit_judge`). Each scenario has one answer written to meet all
+:func:`vitrine.judge.admit_judge`). Each scenario has one answer written to meet all
 four of its criteria and one written to miss all four, so a judge that always says "met", one
 that always says "not met", and one that answers at random all land near 50% agreement.
 
