@@ -231,13 +231,10 @@ def test_a_paid_provider_needs_confirmation_and_an_unready_one_calls_nothing(
     argv = ["redteam", "run", str(cases), "--provider", "openai", "--output", str(tmp_path)]
     assert main(argv) == 2
     # vitrine's one cost rule, in its one sentence form.
-    assert (
-        capsys.readouterr()
-        .err.strip()
-        .endswith(
-            "--provider openai calls a paid model service (--provider local costs nothing and needs "
-            "no confirmation); add --confirm-paid"
-        )
+    refusal = capsys.readouterr().err.strip()
+    assert refusal.endswith(
+        "--provider openai calls a paid model service (--provider local costs nothing and "
+        "needs no confirmation); add --confirm-paid"
     )
     assert main([*argv, "--confirm-paid"]) == 4
     assert "nothing was called" in capsys.readouterr().err
