@@ -15,7 +15,8 @@ _LISTED = re.compile(r"^#?\s*([A-Z][A-Z0-9_]+)=", re.MULTILINE)
 
 def _read_in_code() -> set[str]:
     names: set[str] = set()
-    for path in (ROOT / "src").rglob("*.py"):
+    # The harness and the shop: the example file serves the repository, both distributions.
+    for path in [*(ROOT / "src").rglob("*.py"), *(ROOT / "shop" / "src").rglob("*.py")]:
         names.update(_READ.findall(path.read_text(encoding="utf-8")))
     return names
 
