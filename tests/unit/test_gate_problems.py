@@ -129,3 +129,24 @@ def test_a_caught_controls_red_run_is_drawn_as_expected_and_a_missed_one_as_an_a
     assert 's-fail"><span aria-hidden="true">✗</span> FAIL<' not in cells
     missed = render_html(_controls_report(False))
     assert "MISSED" in missed and "as planted" not in missed
+
+
+def test_the_board_run_page_shows_the_suite_timeline(tmp_path):
+    from vitrine._board.app import Board
+    from vitrine.reports import write_reports
+    from vitrine.reports._model import TimelineEntry
+
+    nodes = ["gate:catalogue-shape", "predicate:catalogued-sku", "controls", "terminal"]
+    timeline = [
+        TimelineEntry(
+            node=n, kind=n.partition(":")[0], status="COMPLETED", started_s=i, duration_s=1
+        )
+        for i, n in enumerate(nodes)
+    ]
+    report = _report(SHAPE).model_copy(update={"timeline": timeline})
+    write_reports(report, tmp_path / "reports" / "suite")
+    board = Board(tmp_path, persist_cache=False)
+    (offline,) = [h for h in board.catalog.headers() if h.kind == "offline"]
+    page = board.get(f"/run/{offline.ref}", {}).body.decode()
+    assert "Timeline (4 nodes" in page
+    assert all(f'<td class="mono">{node}</td>' in page for node in nodes)
