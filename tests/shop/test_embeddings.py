@@ -132,3 +132,20 @@ def test_the_hashing_embedder_is_deterministic_and_normalized():
     assert np.array_equal(first, HashingEmbedder().embed(["trail shoes", "espresso"]))
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
     assert embedder.model_id != MODEL_ID  # never mistaken for the shipped vectors
+
+
+def test_a_recorder_hears_every_text_an_embedder_is_asked_for_only_while_it_listens(
+    tmp_path, monkeypatch
+):
+    from vitrine_shop.embeddings import DIMENSION, texts_recorded_by
+    from vitrine_shop.ship_vectors import main
+
+    embedder = MiniLMEmbedder(tmp_path / "cache")
+    # No model needed: the texts the cache lacks are "encoded" as zeros here.
+    monkeypatch.setattr(embedder, "_encode", lambda texts: np.zeros((len(texts), DIMENSION)))
+    heard: list[str] = []
+    with texts_recorded_by(heard.extend):
+        embedder.embed(["waterproof jacket", "tent"])
+    embedder.embed(["not heard"])
+    assert heard == ["waterproof jacket", "tent"]
+    assert main([]) == 0  # the shipper's status: the shipped catalogue vectors are current

@@ -42,7 +42,7 @@ def test_a_cold_offline_suite_never_loads_the_model(tmp_path):
         check=False,
     )
     assert result.stdout.split() == ["0", "False"], (
-        "the shipped query vectors are stale: run `python -m vitrine_shop.embeddings "
+        "the shipped query vectors are stale: run `python -m vitrine_shop.ship_vectors "
         f"--rebuild-queries`\n{result.stdout}{result.stderr[-2000:]}"
     )
 
@@ -70,5 +70,5 @@ def test_a_missing_model_is_a_clear_error_naming_the_install_command(tmp_path, m
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
     monkeypatch.setattr(embeddings, "_loaded", {})
     embedder = MiniLMEmbedder(cache_dir=tmp_path)
-    with pytest.raises(EmbeddingModelMissingError, match=r"pip install -e '\.\[shop\]'"):
+    with pytest.raises(EmbeddingModelMissingError, match=r"pip install -e '\./shop\[embeddings\]'"):
         embedder.embed(["a text no shipped file holds 4f8c1e"])

@@ -19,22 +19,20 @@ text and stamped with the model package's version: on a machine without torch th
 for another model version, falls back to the model; without the model installed that is a
 clear error naming the install command, never a substituted vector.
 
-Regenerate the shipped vectors with ``python -m vitrine_shop.embeddings --rebuild`` and the
+Regenerate the shipped vectors with ``python -m vitrine_shop.ship_vectors --rebuild`` and the
 query vectors with ``--rebuild-queries`` (it runs every offline mode and records its texts).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
 import os
 import re
-import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -43,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vitrine.store import cache_dir
-from vitrine_shop.catalogue import Catalogue, load_catalogue
+from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.domain import Product
 
 __all__ = [
@@ -63,8 +61,8 @@ __all__ = [
     "model_loaded",
     "model_version",
     "product_text",
-    "record_offline_texts",
     "shipped_vectors_current",
+    "texts_recorded_by",
     "write_shipped_queries",
     "write_shipped_vectors",
 ]
@@ -244,8 +242,18 @@ class _ShippedQueries:
 
 
 _shipped_queries = _ShippedQueries(SHIPPED_QUERIES_PATH)
-# While --rebuild-queries runs the offline modes, every embedded text is appended here.
-_recordings: list[list[str]] = []
+# Told of every text an embedder is asked for, while the vector shipper records a suite run.
+_recorders: list[Callable[[Sequence[str]], None]] = []
+
+
+@contextlib.contextmanager
+def texts_recorded_by(recorder: Callable[[Sequence[str]], None]) -> Iterator[None]:
+    """Hand every text any embedder is asked to embed to ``recorder`` while the block runs."""
+    _recorders.append(recorder)
+    try:
+        yield
+    finally:
+        _recorders.remove(recorder)
 
 
 def _shared_model() -> Any:
@@ -294,8 +302,8 @@ class MiniLMEmbedder:
         keys = [_text_key(MODEL_ID, text) for text in texts]
         found: dict[str, Vectors] = {}
         missing: dict[str, str] = {}
-        for recording in _recordings:
-            recording.extend(texts)
+        for recorder in _recorders:
+            recorder(texts)
         for key, text in zip(keys, texts, strict=True):
             vector = self._memory.get(key)
             if vector is None:
@@ -494,65 +502,3 @@ def write_shipped_queries(texts: Sequence[str], path: Path = SHIPPED_QUERIES_PAT
         Path(temp).unlink(missing_ok=True)
         raise
     return len(unique)
-
-
-def record_offline_texts() -> list[str]:
-    """Run every offline mode of the shop's suite and return every text it embedded."""
-    import asyncio
-    from dataclasses import replace
-
-    from vitrine import PlanRequest
-    from vitrine_shop.evals.offline import run_mode
-    from vitrine_shop.evals.suite import SUITE
-
-    recording: list[str] = []
-    _recordings.append(recording)
-    try:
-        with tempfile.TemporaryDirectory(prefix="vitrine-queries-") as store:
-            base = PlanRequest(plan="offline-suite", output=Path(store))
-            for request in (
-                base,
-                *(replace(base, mode=mode.name) for mode in SUITE.declared_modes),
-            ):
-                asyncio.run(run_mode(request))
-        return recording
-    finally:
-        _recordings.remove(recording)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitrine_shop.embeddings",
-        description="Inspect or regenerate the shipped catalogue vectors.",
-    )
-    parser.add_argument(
-        "--rebuild", action="store_true", help="re-embed the catalogue and rewrite the file"
-    )
-    parser.add_argument(
-        "--rebuild-queries",
-        action="store_true",
-        help="run every offline mode, record the texts it embeds, and ship their vectors",
-    )
-    args = parser.parse_args(argv)
-    if args.rebuild_queries:
-        # Through the imported module, not this one: run as ``-m``, this file is ``__main__``,
-        # and the embedders the suite builds record into the imported module's list.
-        import importlib
-
-        imported = importlib.import_module("vitrine_shop.embeddings")
-        count = imported.write_shipped_queries(imported.record_offline_texts())
-        print(f"wrote {count} query vectors to {SHIPPED_QUERIES_PATH.name}")
-        return 0
-    catalogue = load_catalogue()
-    if args.rebuild:
-        vectors = write_shipped_vectors(catalogue, MiniLMEmbedder())
-        print(f"wrote {len(vectors.skus)} vectors to {SHIPPED_VECTORS_PATH.name}")
-        return 0
-    current = shipped_vectors_current(catalogue, MODEL_ID)
-    state = "current" if current else "stale: run with --rebuild"
-    print(f"{SHIPPED_VECTORS_PATH.name}: {state}")
-    return 0 if current else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -43,6 +43,8 @@ __all__ = [
     "INJECTION_PROBES",
     "JUDGED_CASE",
     "RECALL_EXPECTATION",
+    "REFERENCE_ARM",
+    "REPETITIONS",
     "canonical_definition",
     "injection_definition",
     "judged_quality_definition",
@@ -50,6 +52,10 @@ __all__ = [
 ]
 
 CANONICAL_KEY = "vitrine-recommendation"
+# The canonical benchmark's design: the arm every other arm is compared against, and how many
+# times each arm answers every case.
+REFERENCE_ARM = "scripted-agent"
+REPETITIONS = 2
 JUDGED_CASE = "nadia-cross-category"
 
 

@@ -43,18 +43,18 @@ from vitrine_shop.arms import (
     scripted_agent_arm,
     zero_model_workflow_arm,
 )
-from vitrine_shop.evals.benchmarks import canonical_definition
+from vitrine_shop.evals.benchmarks import REFERENCE_ARM, REPETITIONS, canonical_definition
+from vitrine_shop.evals.controls import capture_shipped_state, run_shop_controls
 from vitrine_shop.evals.desk_exploration import SERVED_ARM
 from vitrine_shop.evals.evidence import EvidenceRuns, ShopUnderTest, produce_evidence
 from vitrine_shop.evals.exploration import FRESH_ARM
 from vitrine_shop.evals.production import production_checks
+from vitrine_shop.evals.self_test import self_test_failures
 from vitrine_shop.evals.suite import ABLATE_CATALOGUE
 
 __all__ = [
     "OFFLINE_NODES",
     "PIPELINE",
-    "REFERENCE_ARM",
-    "REPETITIONS",
     "SuiteRun",
     "build_report",
     "controls_exit",
@@ -65,8 +65,6 @@ __all__ = [
     "run_offline_suite",
 ]
 
-REFERENCE_ARM = "scripted-agent"
-REPETITIONS = 2
 PRODUCTION_KEY = "vitrine-production-checks"
 _CATALOGUE_SIZE = 99  # independently authored: the catalogue schema check holds the shop to it
 
@@ -110,20 +108,10 @@ async def run_controls(
     evidence: Mapping[str, Any],
 ) -> tuple[ControlResult, ...]:
     """The 43 registered controls over this run's captured shipped state."""
-    # Imported here: the controls' count fixture reads the self-test, which reads this module.
-    from vitrine_shop.evals.controls import capture_shipped_state, run_shop_controls  # noqa: PLC0415
-
     state = await capture_shipped_state(
         evidence=evidence, canonical_runs=tuple(runs), claims=canonical, store_root=store.root
     )
     return await run_shop_controls(state)
-
-
-def _self_test_failures(healthy: SuiteRun, ablated: SuiteRun) -> list[str]:
-    # Imported here: the self-test reads this module's constants.
-    from vitrine_shop.evals.self_test import self_test_failures  # noqa: PLC0415
-
-    return self_test_failures(healthy, ablated)
 
 
 def replace_catalogue(shop: ShopUnderTest, sku: str | None = None) -> ShopUnderTest:
@@ -161,7 +149,7 @@ PIPELINE: OfflinePipeline[ShopUnderTest] = OfflinePipeline(
     controls=ControlsStep(run_controls, ControlsSection.of),
     self_test=SelfTest(
         ShopUnderTest.ablated,
-        _self_test_failures,
+        self_test_failures,
         "every registration, census, journal, healthy and ablated expectation held",
     ),
     ablation=Ablation(replace_catalogue, _ablation_note, mode=ABLATE_CATALOGUE),

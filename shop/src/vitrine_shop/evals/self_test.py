@@ -19,9 +19,8 @@ from vitrine import Authority
 from vitrine.pipeline import SuiteRun
 from vitrine.runs import RunResult
 from vitrine.store import load_run
-from vitrine_shop.evals.benchmarks import canonical_definition
+from vitrine_shop.evals.benchmarks import REFERENCE_ARM, REPETITIONS, canonical_definition
 from vitrine_shop.evals.controls import EXPECTED_CONTROLS, shop_manifest
-from vitrine_shop.evals.offline import REFERENCE_ARM, REPETITIONS
 from vitrine_shop.evals.predicates import RECOMMENDATION_CHECK_KEYS
 from vitrine_shop.evals.production import PRODUCTION_CHECK_KEYS
 
