@@ -205,6 +205,9 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
         (trials - failed) / trials,
         passed,
         evidence={
+            # The first violations in words, shown beside the verdict; the facts below hold all.
+            "problems": _first_violations(arms, sweep),
+            "problem_count": sum(rules.values()) + crashed + len(differ) + len(served_differ),
             "arms": {arm: dict(facts) for arm, facts in arms.items()},
             "rules": rules,
             "sessions": dict(sessions),
@@ -213,6 +216,19 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
         },
         label=label,
     )
+
+
+_VIOLATIONS_SHOWN = 10
+
+
+def _first_violations(arms: Mapping[str, Any], sweep: Mapping[str, Any]) -> list[str]:
+    lines = [
+        f"{where}, case {example.get('case')}: {example.get('detail')} ({example.get('rule')})"
+        for where, facts in (*arms.items(), ("tool sweep", sweep))
+        for example in (facts.get("examples") or ())
+        if isinstance(example, Mapping)
+    ]
+    return lines[:_VIOLATIONS_SHOWN]
 
 
 def evaluate_matched_quality(evidence: Evidence) -> Observation:
