@@ -30,6 +30,7 @@ READING_ORDER = (
     "vitrine",
     "vitrine.checks",
     "vitrine.subjects",
+    "vitrine.adapters",
     "vitrine.runs",
     "vitrine.stats",
     "vitrine.pipeline",

@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from vitrine._bench.gating import check_tolerance, evaluation_gates
 from vitrine._bench.model import Arm, BenchmarkDefinition
 from vitrine._bench.results import RunResult
-from vitrine._bench.retry import RetryPolicy
+from vitrine._bench.retry import DEFAULT_RETRIES, RetryPolicy
+from vitrine._bench.trial_notes import outages, trial_notes
 from vitrine._outcomes import ExitCode
 from vitrine._sync_entry import refuse_inside_event_loop
 from vitrine.errors import InvalidArgumentError, WrongTypeError
@@ -101,7 +103,7 @@ class EvalResult:
         """The exit code and its reason, decided by :func:`vitrine.checks.decide` over the gates."""
         from vitrine._gates import decide
 
-        return decide(self.gates(arms))
+        return decide(self.gates(arms), outages(self.runs, self._gated_arms(arms)))
 
     @property
     def exit_code(self) -> ExitCode:
@@ -119,6 +121,7 @@ class EvalResult:
                 f"{self.retried_trials} of {total} trials were retried after a transient "
                 "error; every failed try is kept in the run traces"
             )
+        notes.extend(trial_notes(self.runs))
         return notes
 
     def report(self, arms: Sequence[str] | None = None) -> SuiteReport:
@@ -222,7 +225,7 @@ def evaluate(
     reference: str | None = None,
     collapse: RepCollapse | str = "all",
     on_event: EventSink | None = None,
-    retries: int = 0,
+    retries: int | None = None,
     retry_on: type[Exception] | tuple[type[Exception], ...] = (TimeoutError, ConnectionError),
     retry_backoff_s: float = 0.5,
     retry_seed: int | None = None,
@@ -241,9 +244,12 @@ def evaluate(
     repetitions collapsed per case by ``collapse`` (``all`` by default, as the protocol's
     comparison plan does).
 
-    ``retries`` retries a trial whose subject raised one of ``retry_on`` (exponential backoff
-    from ``retry_backoff_s``, with jitter drawn from ``retry_seed``); every failed try is kept
-    in the trial's trace, and a trial that runs out of tries stays not measured.
+    ``retries`` retries a trial whose subject raised one of ``retry_on`` or a model SDK's
+    transient error (a timeout, a dropped connection, a 429 or 5xx from the OpenAI or Anthropic
+    SDK, httpx or aiohttp), with exponential backoff from ``retry_backoff_s`` and jitter drawn
+    from ``retry_seed``; ``None`` gives two retries, ``0`` none. Every failed try is kept in the
+    trial's trace and counted in the summary, and a trial that runs out of tries stays not
+    measured.
     ``tolerate_not_measured`` is the share of not-measured trials per gate that may be left out
     of the verdict; what was left out is stated in the report, never hidden. ``progress``
     prints one line per finished run to stderr (``print_summary`` shows the result).
@@ -298,7 +304,7 @@ async def evaluate_async(
     reference: str | None = None,
     collapse: RepCollapse | str = "all",
     on_event: EventSink | None = None,
-    retries: int = 0,
+    retries: int | None = None,
     retry_on: type[Exception] | tuple[type[Exception], ...] = (TimeoutError, ConnectionError),
     retry_backoff_s: float = 0.5,
     retry_seed: int | None = None,
@@ -329,12 +335,12 @@ async def evaluate_async(
         arm_list = [budget_gated(arm, spend) for arm in arm_list]
     mode = RepCollapse(collapse)
     tolerance = check_tolerance(tolerate_not_measured)
-    if retry is not None and (retries or retry_seed is not None):
+    if retry is not None and (retries is not None or retry_seed is not None):
         raise InvalidArgumentError(
             "give the retry policy once: retry=RetryPolicy(...) or retries=/retry_seed=, not both"
         )
     policy = retry or RetryPolicy(
-        retries,
+        DEFAULT_RETRIES if retries is None else retries,
         retry_on if isinstance(retry_on, tuple) else (retry_on,),
         backoff_s=retry_backoff_s,
         max_backoff_s=max(8.0, retry_backoff_s),
@@ -344,7 +350,7 @@ async def evaluate_async(
     sink = _with_progress(on_event) if progress else on_event
     started_at, started = utc_timestamp(), time.perf_counter()
     runs: list[RunResult] = []
-    with executor_scope(executor, ray_address) as chosen:
+    with traced_from_environment(), executor_scope(executor, ray_address) as chosen:
         # Every arm is offered to the executor before the first run, so an arm it refuses (a
         # subject Ray cannot pickle) does not leave the arms before it measured alone.
         for arm in arm_list:
@@ -381,6 +387,25 @@ async def evaluate_async(
         started_at=started_at,
         duration_s=time.perf_counter() - started,
     )
+
+
+@contextmanager
+def traced_from_environment() -> Iterator[None]:
+    """Trace this evaluation where the environment says (``OTEL_EXPORTER_OTLP_ENDPOINT``,
+    Langfuse's variables), as the command line does, unless tracing is already on.
+
+    Tracing started here is flushed and stopped when the evaluation ends, so a script that
+    calls :func:`evaluate` and exits loses no span; tracing the caller started is left to it.
+    """
+    from vitrine import tracing
+
+    if tracing.enabled() or not tracing.start():
+        yield
+        return
+    try:
+        yield
+    finally:
+        tracing.shutdown()
 
 
 def _with_progress(on_event: EventSink | None) -> EventSink:

@@ -50,7 +50,7 @@ from vitrine._bench.model import (
     admit,
 )
 from vitrine._bench.response import SubjectResponse
-from vitrine._bench.retry import RetryPolicy
+from vitrine._bench.retry import DEFAULT_RETRIES, RetryPolicy
 from vitrine._floors import ChanceFloor
 from vitrine._outcomes import ExitCode, Observation, aggregate_exit_codes, as_observation
 from vitrine._plans.base import PlanOutcome, PlanRequest, RepetitionRule, plan
@@ -143,22 +143,32 @@ class EvaluationResult:
         *,
         json_path: str | os.PathLike[str] | None = None,
         html_path: str | os.PathLike[str] | None = None,
+        invoked_as: tuple[str, str] | None = None,
     ) -> dict[str, Path]:
         """``report.json`` and ``report.html``: the gated arms, the comparisons, the controls,
-        and the one decision (gates, controls and mutants together)."""
+        and the one decision (gates, controls and mutants together). ``invoked_as`` is the
+        ``(plan, mode)`` of the command line that ran it (see :meth:`report`)."""
         return write_reports(
-            self.report(),
+            self.report(invoked_as),
             Path(directory),
             json_path=None if json_path is None else Path(json_path),
             html_path=None if html_path is None else Path(html_path),
         )
 
-    def report(self) -> SuiteReport:
-        """The evaluation as a :class:`~vitrine.reports.SuiteReport`, which every view renders."""
+    def report(self, invoked_as: tuple[str, str] | None = None) -> SuiteReport:
+        """The evaluation as a :class:`~vitrine.reports.SuiteReport`, which every view renders.
+
+        The report says it came from the Python API unless ``invoked_as`` names the command
+        line's ``(plan, mode)`` that ran it, so the console header matches what was typed.
+        """
         report = self.runs.report(arms=self.gated)
         code = self.exit_code
+        origin: dict[str, str] = {}
+        if invoked_as is not None:
+            origin = {"plan": invoked_as[0], "mode": invoked_as[1], "provenance": "command-line"}
         return report.model_copy(
             update={
+                **origin,
                 "controls": ControlsSection.of(self.controls) if self.controls_ran else None,
                 "exit_code": int(code),
                 "exit_meaning": code.meaning,
@@ -195,7 +205,7 @@ class Evaluation:
     reference: str | None = None
     gated: Sequence[str] | None = None
     repetitions: int = 1
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(DEFAULT_RETRIES))
     controls: ControlRegistry | None = None
     mutants: MutantCatalogue | None = None
     floor: ChanceFloor | None = None
@@ -410,6 +420,7 @@ class Evaluation:
             store.root / "reports" / self.name,
             json_path=request.json_report,
             html_path=request.html_report,
+            invoked_as=(self.name, request.mode),
         )
         return PlanOutcome(result.exit_code, result.reasons(), list(written.values()))
 

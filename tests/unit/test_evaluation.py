@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import json
 import subprocess
 import sys
 import textwrap
@@ -252,7 +253,14 @@ def test_a_first_suite_with_a_comparison_and_a_report_runs_from_the_command_line
     )
     assert done.returncode == 0, done.stdout + done.stderr
     report = tmp_path / "out" / "reports" / "first" / "report.json"
-    assert report.is_file()
+    written = json.loads(report.read_text())
+    # The report says how it was run: the plan the command line chose, not the Python API.
+    assert (written["plan"], written["mode"], written["provenance"]) == (
+        "first",
+        "suite",
+        "command-line",
+    )
+    assert "python-api" not in done.stdout
     assert "all 1 mandatory gates measured and passed" in " ".join(done.stdout.split())
     runs = list((tmp_path / "out" / "runs").iterdir())
     assert len(runs) == 4  # two arms, two repetitions

@@ -117,7 +117,9 @@ async def test_a_4xx_is_not_measured_with_its_sentence_and_not_retried(tmp_path)
     (row,) = rows_of(result)
     assert row.observation.state.value == "not_measured"
     assert "HTTP 400" in row.observation.reason and "model does not exist" in row.observation.reason
-    assert result.exit_code == vitrine.ExitCode.NOT_MEASURED
+    # An arm that answered none of its trials was not reached: an outage, not a measurement.
+    assert result.exit_code == vitrine.ExitCode.INFRASTRUCTURE
+    assert "answered none of its 1 trials" in result.decision().reason
 
 
 @pytest.mark.parametrize(

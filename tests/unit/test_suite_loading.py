@@ -233,6 +233,20 @@ def test_repetition_rules_are_consistent():
     assert RepetitionRule.not_accepted(2).describe() == "fixed at 2, not configurable"
 
 
+def test_a_plan_states_its_repetitions_as_a_number_or_is_told_how_to():
+    counted = plan("counted", repetitions=3)(_noop.fn)
+    assert counted.repetitions.describe() == "1-100, default 3"
+    suite = Suite("s", {"noop": _noop, "counted": counted}, {}, default_plan="noop")
+    assert validate(suite, PlanOptions(eval_plan="counted"))[1].repetitions == 3
+    assert validate(suite, PlanOptions(eval_plan="counted", repetitions=7))[1].repetitions == 7
+    with pytest.raises(
+        ValueError, match=r"declare one with @vitrine.plan\('noop', repetitions=N\)"
+    ):
+        validate(suite, PlanOptions(eval_plan="noop", repetitions=3))
+    with pytest.raises(ValueError, match="repetitions must be a whole number of at least 1"):
+        plan("zero", repetitions=0)
+
+
 def test_validate_is_usable_without_the_command_line():
     suite = Suite(
         "s",

@@ -18,6 +18,7 @@ from vitrine.errors import ImpossibleCensusError
 __all__ = [
     "AttemptOutcome",
     "ImpossibleCensusError",
+    "ModelCallRecord",
     "StageAttemptCensus",
     "StageStatus",
     "SubjectResponse",
@@ -103,6 +104,58 @@ class TokenUsage:
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallRecord:
+    """One call the subject made to a model, as an adapter saw it go out and come back.
+
+    ``sdk_retries`` are the tries the client made on its own before this answer (the OpenAI
+    SDK's ``max_retries``), so faults absorbed inside the client still show in the census.
+    ``cached`` says the answer came from vitrine's model-call cache, not from the model.
+    ``error`` is the sanitized reason of a call that got no usable answer.
+    """
+
+    model: str
+    provider: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float = 0.0
+    finish_reason: str | None = None
+    sdk_retries: int = 0
+    cached: bool = False
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "provider": self.provider,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "latency_ms": round(self.latency_ms, 3),
+            "finish_reason": self.finish_reason,
+            "sdk_retries": self.sdk_retries,
+            "cached": self.cached,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelCallRecord:
+        def count(key: str) -> int | None:
+            value = data.get(key)
+            return None if value is None else int(value)
+
+        return cls(
+            str(data["model"]),
+            None if data.get("provider") is None else str(data["provider"]),
+            count("input_tokens"),
+            count("output_tokens"),
+            float(data.get("latency_ms") or 0.0),
+            None if data.get("finish_reason") is None else str(data["finish_reason"]),
+            int(data.get("sdk_retries") or 0),
+            bool(data.get("cached", False)),
+            None if data.get("error") is None else str(data["error"]),
+        )
 
 
 class AttemptOutcome(StrEnum):
@@ -306,6 +359,7 @@ class SubjectResponse:
     stages: tuple[StageAttemptCensus, ...] | None = None
     structured: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     provenance: str = "offline-deterministic"
+    model_calls: tuple[ModelCallRecord, ...] | None = None
 
     def tool_names(self) -> tuple[str, ...] | None:
         if self.tool_calls is None:
@@ -315,7 +369,7 @@ class SubjectResponse:
     def to_dict(self, preview_limit: int = 1000) -> dict[str, Any]:
         """A bounded, persistable account of the response."""
 
-        return {
+        data: dict[str, Any] = {
             "answer_preview": None
             if self.answer is None
             else bound_text(self.answer, preview_limit),
@@ -329,3 +383,7 @@ class SubjectResponse:
             "structured": dict(self.structured),
             "provenance": self.provenance,
         }
+        # Only a subject an adapter watched has model calls; the rest keep their old shape.
+        if self.model_calls is not None:
+            data["model_calls"] = [call.to_dict() for call in self.model_calls]
+        return data

@@ -14,7 +14,7 @@ from typing import Any
 from vitrine._redact import describe_exception
 from vitrine.errors import InvalidArgumentError
 
-__all__ = ["FailedAttempt", "RetryPolicy"]
+__all__ = ["DEFAULT_RETRIES", "FailedAttempt", "RetryPolicy", "is_transient_sdk_error"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,11 @@ class RetryPolicy:
     trials that failed together do not all come back together. ``seed`` makes the jitter
     reproducible. Only the subject's call is retried, never a check: a check that fails is a
     finding about the check, not a transient fault of the subject.
+
+    ``sdk_transient`` also retries what the model SDKs and HTTP clients raise for a fault that
+    trying again can cure (see :func:`is_transient_sdk_error`), although those classes do not
+    subclass ``TimeoutError`` or ``ConnectionError``: an agent built on the OpenAI SDK is then
+    retried on a 500 without naming ``openai.InternalServerError``.
     """
 
     retries: int = 0
@@ -54,6 +59,7 @@ class RetryPolicy:
     max_backoff_s: float = 8.0
     jitter: float = 0.25
     seed: int | None = None
+    sdk_transient: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
@@ -88,7 +94,10 @@ class RetryPolicy:
         return 1 + self.retries
 
     def retryable(self, exc: BaseException) -> bool:
-        return isinstance(exc, self.retry_on)
+        """Whether trying again can cure ``exc``: one of ``retry_on``, or an SDK's transient."""
+        if isinstance(exc, self.retry_on):
+            return True
+        return self.sdk_transient and is_transient_sdk_error(exc)
 
     def rng(self) -> random.Random:
         """A generator for one run's jitter; seeded runs wait the same way every time."""
@@ -102,3 +111,51 @@ class RetryPolicy:
 
 
 NO_RETRY = RetryPolicy()
+
+DEFAULT_RETRIES = 2
+"""Retries a trial gets when the caller says nothing: enough to ride out a 1-2% fault rate,
+and each one kept in the trial's trace and counted in the summary."""
+
+# (top-level package, class name) of every exception the SDKs raise for a fault that trying
+# again can cure; looked up along the exception's MRO by name, so no SDK is imported to ask.
+_TRANSIENT_CLASSES = frozenset(
+    {
+        ("openai", "APIConnectionError"),  # APITimeoutError subclasses it
+        ("openai", "RateLimitError"),
+        ("openai", "InternalServerError"),
+        ("anthropic", "APIConnectionError"),
+        ("anthropic", "RateLimitError"),
+        ("anthropic", "InternalServerError"),
+        ("anthropic", "OverloadedError"),
+        ("httpx", "TimeoutException"),
+        ("httpx", "NetworkError"),
+        ("httpx", "RemoteProtocolError"),
+        ("httpcore", "TimeoutException"),
+        ("httpcore", "NetworkError"),
+        ("httpcore", "RemoteProtocolError"),
+        ("aiohttp", "ClientConnectionError"),
+        ("aiohttp", "ServerTimeoutError"),
+    }
+)
+# A status error is transient when its status is one the SDKs themselves retry.
+_STATUS_CLASSES = frozenset(
+    {
+        ("openai", "APIStatusError"),
+        ("anthropic", "APIStatusError"),
+        ("aiohttp", "ClientResponseError"),
+    }
+)
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+
+
+def is_transient_sdk_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an OpenAI, Anthropic, httpx or aiohttp error for a transient fault:
+    a timeout, a refused or dropped connection, a 408, 409 or 429, or any 5xx."""
+    for kind in type(exc).__mro__:
+        key = (kind.__module__.partition(".")[0], kind.__name__)
+        if key in _TRANSIENT_CLASSES:
+            return True
+        if key in _STATUS_CLASSES:
+            status = getattr(exc, "status_code", getattr(exc, "status", None))
+            return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
+    return False

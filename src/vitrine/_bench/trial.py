@@ -20,6 +20,7 @@ from vitrine._bench.model import AdmittedCheck, Arm, Case
 from vitrine._bench.response import SubjectResponse
 from vitrine._bench.results import ScenarioRow
 from vitrine._bench.retry import NO_RETRY, FailedAttempt, RetryPolicy
+from vitrine._journal import journal_scope, merged
 from vitrine._outcomes import Observation
 from vitrine._redact import describe_exception
 from vitrine.errors import WrongTypeError
@@ -116,7 +117,9 @@ class TrialRunner:
         """One try of the subject: its response, or the sanitized error and the exception."""
         try:
             async with asyncio.timeout(self.trial_timeout_s) as scope:
-                return await self.arm.respond(case), None, None
+                with journal_scope() as journal:
+                    response = await self.arm.respond(case)
+                return merged(response, journal), None, None
         except TimeoutError as exc:
             # Only our own deadline is a trial timeout; a TimeoutError raised by the subject's
             # own code is an ordinary subject failure and is described as such.

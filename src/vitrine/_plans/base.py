@@ -284,12 +284,19 @@ def plan(
     *,
     kind: PlanKind = PlanKind.OFFLINE,
     description: str = "",
-    repetitions: RepetitionRule | None = None,
+    repetitions: RepetitionRule | int | None = None,
     accepts_scenario: bool = False,
     scenario_refusal: str = "",
     paid: bool = False,
 ) -> Callable[[PlanFunction], FunctionPlan]:
-    """Decorator: turn ``async def fn(request) -> PlanOutcome`` into a :class:`Plan`."""
+    """Decorator: turn ``async def fn(request) -> PlanOutcome`` into a :class:`Plan`.
+
+    ``repetitions`` is the plan's repetition rule, shown in ``vitrine --list-plans``: a number
+    ``n`` runs ``n`` by default and accepts ``--repetitions 1`` to ``max(n, 100)``; a
+    :class:`RepetitionRule` states any other bounds and their reason. A plan that states none
+    runs exactly one repetition, and a ``--repetitions`` refusal says how to change that.
+    """
+    rule = _repetition_rule(name, repetitions)
 
     def wrap(fn: PlanFunction) -> FunctionPlan:
         return FunctionPlan(
@@ -297,10 +304,30 @@ def plan(
             kind=kind,
             description=description or (fn.__doc__ or "").strip(),
             fn=fn,
-            repetitions=repetitions or RepetitionRule(),
+            repetitions=rule,
             accepts_scenario=accepts_scenario,
             scenario_refusal=scenario_refusal,
             paid=paid,
         )
 
     return wrap
+
+
+USER_PLAN_MAX_REPETITIONS = 100
+
+
+def _repetition_rule(name: str, given: RepetitionRule | int | None) -> RepetitionRule:
+    if isinstance(given, RepetitionRule):
+        return given
+    if given is None:
+        return RepetitionRule.fixed(
+            1,
+            reason=f"plan {name!r} states no repetition rule; declare one with "
+            f"@vitrine.plan({name!r}, repetitions=N)",
+        )
+    if isinstance(given, bool) or not isinstance(given, int) or given < 1:
+        raise InvalidArgumentError(
+            f"plan {name!r}: repetitions must be a whole number of at least 1 or a "
+            f"RepetitionRule, got {given!r}"
+        )
+    return RepetitionRule.between(1, max(given, USER_PLAN_MAX_REPETITIONS), given)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from vitrine._bench.response import (
         AttemptOutcome as AttemptOutcome,
         ImpossibleCensusError as ImpossibleCensusError,
+        ModelCallRecord as ModelCallRecord,
         StageAttemptCensus as StageAttemptCensus,
         StageStatus as StageStatus,
         SubjectResponse as SubjectResponse,
