@@ -10,6 +10,7 @@ Each error also keeps its built-in base (shown in brackets), so code that caught
     │   ├── UsageError                        a request that cannot run as stated (exit 2)
     │   │   └── SuiteLoadError
     │   ├── AdmissionError
+    │   │   └── JudgeNotAdmittedError
     │   ├── AmbiguousResumeError
     │   ├── DefinitionError
     │   ├── EmbeddingConfigError
@@ -21,6 +22,8 @@ Each error also keeps its built-in base (shown in brackets), so code that caught
     │   ├── ScoreError
     │   │   ├── ComparisonError
     │   │   └── FloorComparisonError
+    │   ├── ScorerError                       a scorer built with arguments it cannot use
+    │   │   └── ScorerUnavailableError
     │   ├── SubjectInputError
     │   ├── TracingConfigError
     │   │   └── TracingUnavailableError
@@ -88,6 +91,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from vitrine._vocabulary import ExitCode
+    from vitrine.judge._admission import JudgeAdmission
     from vitrine.providers._base import ProviderFailure
     from vitrine.providers._config import Readiness
 
@@ -118,6 +122,7 @@ __all__ = [
     "IncompleteRunError",
     "InvalidArgumentError",
     "InvalidDataError",
+    "JudgeNotAdmittedError",
     "JudgeOutputError",
     "LedgerError",
     "MalformedLineError",
@@ -141,6 +146,8 @@ __all__ = [
     "RunStoreError",
     "RunningLoopError",
     "ScoreError",
+    "ScorerError",
+    "ScorerUnavailableError",
     "SelectorCancelled",
     "ServiceTestError",
     "ServiceUnavailable",
@@ -587,3 +594,26 @@ class TimelineError(VitrineError, RuntimeError):
 
 class VectorStoreError(VitrineError, RuntimeError):
     """The table is missing, stale or was built by another embedding model."""
+
+# --- scorers ------------------------------------------------------------------------------
+
+
+class ScorerError(InvalidArgumentError):
+    """A scorer factory given an argument it cannot use (an unknown mode, a pattern that does
+    not compile, a negative tolerance); the message names the argument and the rule."""
+
+
+class ScorerUnavailableError(ScorerError):
+    """A scorer needs a package that is not installed; the message names what to install."""
+
+
+class JudgeNotAdmittedError(AdmissionError):
+    """A model-graded scorer whose judge failed admission on its calibration examples.
+
+    The message is the admission's reason: the agreement, its interval and the bar it missed.
+    ``admission`` is the full :class:`vitrine.judge.JudgeAdmission`.
+    """
+
+    def __init__(self, message: str, admission: JudgeAdmission | None = None) -> None:
+        super().__init__(message)
+        self.admission = admission
