@@ -6,7 +6,12 @@ only pytest and the standard library; httpx, the judge and the providers load on
 - ``vitrine_ask``: asks the in-process subject (an ``async def subject(case)`` or a plain
   function returning a :class:`vitrine.SubjectResponse`, the same shape an ``Arm`` takes)
   and returns its response. The subject is named in the ini file (``vitrine_subject =
-  module:attr``), or a conftest overrides the ``vitrine_subject`` fixture.
+  module:attr``), or a conftest overrides the ``vitrine_subject`` fixture. Its coroutines
+  run on one event loop for the whole session (``vitrine_loop``), so a client the subject
+  keeps between tests keeps working. Each ask is retried as a trial of ``vitrine.evaluate()``
+  is (``vitrine.RetryPolicy``; ``vitrine_retries``/``--vitrine-retries``, default 2); a
+  subject that still fails, or raises anything not transient, is not measured: the test is
+  skipped with the reason, or fails with ``--vitrine-unmeasured=fail``.
 - ``vitrine_chat``: a client that opens real sessions against a chat endpoint and returns
   what it captured. The URL comes from ``--vitrine-url``, the ``vitrine_url`` ini value or
   ``EVAL_API_URL`` (default http://localhost:8000); the adapter (how the endpoint is spoken
@@ -30,9 +35,10 @@ only pytest and the standard library; httpx, the judge and the providers load on
 - ``@pytest.mark.case("TC-P1-003")`` gives a test its id, selectable with ``-k TC-P1-003``;
   ``adversarial`` marks tests kept out of the CI count.
 - ``--vitrine-report DIR`` writes ``behaviour-report.json`` and ``behaviour-report.html``
-  (self-contained, escaped) with every test's metrics and, per turn, the ``layer`` of the
-  service that produced the answer, at the end of the session; the endpoint's URL is named
-  only when one was used.
+  (self-contained, escaped) with every test's metrics, every ask of the subject (its tries,
+  failed tries and whether it was measured) and, per turn, the ``layer`` of the service that
+  produced the answer, at the end of the session; the endpoint's URL is named only when one
+  was used.
 """
 
 from __future__ import annotations
@@ -44,13 +50,15 @@ import json
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# vitrine.evaluate()'s default; the module is light (no runner), so it loads with the plugin.
+from vitrine._bench.retry import DEFAULT_RETRIES
 from vitrine._vocabulary import Status, status_of_label
 from vitrine.errors import InvalidArgumentError
 from vitrine.subjects._chat_client import (
@@ -68,7 +76,9 @@ from vitrine.subjects._chat_client import (
 
 if TYPE_CHECKING:
     from vitrine._bench.response import SubjectResponse
+    from vitrine._bench.retry import RetryPolicy
     from vitrine._plans.base import ProviderName
+    from vitrine._pytest_loop import Ask, SessionLoop
     from vitrine.judge._base import Judge
 
 __all__ = [
@@ -101,6 +111,12 @@ METRIC_STATES = ("passed", "failed", "skipped", "not_applicable")
 _metrics_key = pytest.StashKey["Metrics"]()
 _turns_key = pytest.StashKey[list[Turn]]()
 _api_url_key = pytest.StashKey[str]()
+_asks_key = pytest.StashKey[list["Ask"]]()
+_loop_key = pytest.StashKey["SessionLoop"]()
+
+DEFAULT_TRIAL_TIMEOUT_S = 120.0  # vitrine.evaluate()'s trial_timeout_s
+
+Runner = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 # --- metrics -------------------------------------------------------------------------------
@@ -128,9 +144,13 @@ class Metrics:
     """The metrics of one test. Each is recorded, never raised at once: :meth:`settle` (which
     the plugin calls when the test body ends) turns them into the test's verdict."""
 
-    def __init__(self, judge_loader: Callable[[], Judge | str | None]) -> None:
+    def __init__(
+        self, judge_loader: Callable[[], Judge | str | None], run: Runner | None = None
+    ) -> None:
         self.recorded: list[Metric] = []
         self._judge_loader = judge_loader
+        # The fixture runs the judge on the session's loop; alone, a Metrics runs its own.
+        self._run = run
 
     def _record(self, metric: Metric) -> Metric:
         self.recorded.append(metric)
@@ -221,7 +241,9 @@ class Metrics:
             reason = judge or "no judge configured (set VITRINE_JUDGE_PROVIDER)"
             return self._record(Metric(name, "judged", None, threshold, "skipped", reason))
         return self._record(
-            _judge_metric(judge, name, input, output, criteria, evaluation_steps, threshold)
+            _judge_metric(
+                judge, name, input, output, criteria, evaluation_steps, threshold, self._run
+            )
         )
 
 
@@ -233,16 +255,17 @@ def _judge_metric(
     criteria: Sequence[str],
     steps: Sequence[str],
     threshold: float,
+    run: Runner | None,
 ) -> Metric:
     import asyncio
 
-    from vitrine.judge._base import Criterion
+    from vitrine.judge._base import Criterion, JudgeResult
 
     rubric = [Criterion(f"criterion-{i + 1}", text) for i, text in enumerate(criteria)]
     task = (
         input + "\n\nEvaluation steps:\n" + "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps))
     )
-    result = asyncio.run(judge.evaluate(task, output, rubric))
+    result: JudgeResult = (run or asyncio.run)(judge.evaluate(task, output, rubric))
     if not result.usable or result.score is None:
         # Not measured is not a pass: a configured judge that cannot judge fails loudly.
         return Metric(name, "judged", None, threshold, "failed", _bound(result.summary))
@@ -364,7 +387,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how the endpoint is spoken to: a ChatAdapter, or a function returning one "
         "(also the vitrine_adapter ini value; default: the vitrine serve protocol)",
     )
+    group.addoption(
+        "--vitrine-retries",
+        metavar="N",
+        default=None,
+        help="retries of an ask of the subject that failed with a transient error (also the "
+        f"vitrine_retries ini value; default {DEFAULT_RETRIES})",
+    )
     parser.addini("vitrine_url", "the chat endpoint vitrine_chat talks to", default="")
+    parser.addini(
+        "vitrine_retries",
+        "retries of an ask of the subject that failed with a transient error",
+        default=str(DEFAULT_RETRIES),
+    )
+    parser.addini(
+        "vitrine_trial_timeout_s",
+        "seconds one try of the subject may take before it counts as a transient failure",
+        default=f"{DEFAULT_TRIAL_TIMEOUT_S:g}",
+    )
     parser.addini("vitrine_adapter", "MODULE:ATTR of the endpoint's ChatAdapter", default="")
     parser.addini(
         "vitrine_subject",
@@ -379,8 +419,29 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "adversarial: an adversarial probe, kept out of the CI behaviour count"
     )
+    # A setting that cannot be read stops the session before any test runs on it.
+    _retries(config)
+    _trial_timeout_s(config)
     # Per config, not per module: a pytest run inside a test (pytester) has its own recorder.
     config.pluginmanager.register(_Recorder(config), f"vitrine-recorder-{id(config)}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # After every session fixture's teardown, which may still have closed a client on the loop.
+    loop = config.stash.get(_loop_key, None)
+    if loop is not None:
+        loop.close()
+
+
+def session_loop(config: pytest.Config) -> SessionLoop:
+    """The session's event loop for ``config``, made on first use (its thread starts on the
+    first coroutine); the plugin closes it when the session ends."""
+    loop = config.stash.get(_loop_key, None)
+    if loop is None:
+        from vitrine._pytest_loop import SessionLoop
+
+        loop = config.stash[_loop_key] = SessionLoop()
+    return loop
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -496,56 +557,153 @@ def vitrine_subject(pytestconfig: pytest.Config) -> Callable[..., Any]:
     return value  # type: ignore[no-any-return]
 
 
+@pytest.fixture(scope="session")
+def vitrine_loop(pytestconfig: pytest.Config) -> SessionLoop:
+    """The session's one event loop, on which every subject and judge coroutine runs.
+
+    A session fixture may use it to set up or close what the subject keeps on that loop:
+    ``vitrine_loop.run(client.close())``. It is closed when the session ends.
+    """
+    return session_loop(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def vitrine_retry_policy(pytestconfig: pytest.Config) -> RetryPolicy:
+    """How an ask of the subject is retried: a ``vitrine.RetryPolicy`` with the
+    ``--vitrine-retries`` / ``vitrine_retries`` count and the policy's own backoff and
+    transient errors; override this fixture to give a whole policy."""
+    from vitrine._bench.retry import RetryPolicy
+
+    return RetryPolicy(retries=_retries(pytestconfig))
+
+
+def _retries(config: pytest.Config) -> int:
+    given = config.getoption("--vitrine-retries", None)
+    where = "--vitrine-retries" if given is not None else "vitrine_retries"
+    text = str(config.getini("vitrine_retries") if given is None else given).strip()
+    if not re.fullmatch(r"\d+", text):
+        raise pytest.UsageError(
+            f"{where} = {text!r}: expected a whole number of retries, 0 or more"
+        )
+    return int(text)
+
+
+def _trial_timeout_s(config: pytest.Config) -> float:
+    text = str(config.getini("vitrine_trial_timeout_s")).strip()
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise pytest.UsageError(
+            f"vitrine_trial_timeout_s = {text!r}: expected a number of seconds above 0"
+        )
+    return value
+
+
 class SubjectProbe:
     """Asks the in-process subject one case at a time: ``vitrine_ask("Say hello")``.
 
-    ``vitrine_ask(input)`` runs the subject to completion (it must not be called inside a
-    running event loop; ``await vitrine_ask.respond(input)`` is the form for async tests). The
-    subject is called exactly as an ``Arm`` calls it, and anything but a SubjectResponse is
-    refused the same way.
+    The subject runs on the session's one event loop whoever asks: ``vitrine_ask(input)``
+    blocks until it answered (in a plain test, and also in an ``async def`` test, whose own
+    loop it does not touch), ``await vitrine_ask.respond(input)`` awaits it without blocking
+    the test's loop. The subject is called exactly as an ``Arm`` calls it, each try with the
+    trial timeout, and a transient failure is retried by the session's retry policy.
+
+    A subject that still fails after its retries, or raises an error that is not transient (a
+    4xx, a bug), was not measured: the ask skips the test with the reason (or fails it, with
+    ``--vitrine-unmeasured=fail``), never a traceback and never a pass. A subject that returns
+    anything but a SubjectResponse fails the test: that is the suite's wiring, not the
+    subject's behaviour. Every ask, with its failed tries, is in :attr:`asks`.
     """
 
-    def __init__(self, subject: Callable[..., Any], case_id: str) -> None:
+    def __init__(
+        self,
+        subject: Callable[..., Any],
+        case_id: str,
+        *,
+        loop: SessionLoop | None = None,
+        retry: RetryPolicy | None = None,
+        trial_timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
+        unmeasured: str = "skip",
+        asks: list[Ask] | None = None,
+    ) -> None:
         from vitrine._bench.model import Arm
+        from vitrine._bench.retry import RetryPolicy
+        from vitrine._pytest_loop import SessionLoop
 
         self._arm = Arm("pytest", subject)
         self._case_id = case_id
+        # A probe made outside the plugin (in a test of a subject) gets a loop of its own.
+        self._loop = loop or SessionLoop()
+        self._retry = retry or RetryPolicy(retries=DEFAULT_RETRIES)
+        self._trial_timeout_s = trial_timeout_s
+        self._unmeasured = unmeasured
         self.responses: list[SubjectResponse] = []
+        self.asks: list[Ask] = [] if asks is None else asks
 
     def __call__(
         self, input: Any, *, case_id: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> SubjectResponse:
-        import asyncio
+        return self._settle(self._loop.run(self._ask(input, case_id, metadata)))
 
-        return asyncio.run(self._respond(input, case_id, metadata))
-
-    def respond(
+    async def respond(
         self, input: Any, *, case_id: str | None = None, metadata: Mapping[str, Any] | None = None
-    ) -> Awaitable[SubjectResponse]:
-        """The awaitable form of calling the probe."""
-        return self._respond(input, case_id, metadata)
-
-    async def _respond(
-        self, input: Any, case_id: str | None, metadata: Mapping[str, Any] | None
     ) -> SubjectResponse:
+        """The awaitable form of calling the probe, for ``async def`` tests."""
+        return self._settle(await self._loop.run_async(self._ask(input, case_id, metadata)))
+
+    async def _ask(
+        self, input: Any, case_id: str | None, metadata: Mapping[str, Any] | None
+    ) -> Ask:
         from types import MappingProxyType
 
         from vitrine._bench.model import Case
+        from vitrine._pytest_loop import ask
 
         case = Case(case_id or self._case_id, input, MappingProxyType(dict(metadata or {})))
-        response = await self._arm.respond(case)
-        self.responses.append(response)
-        return response
+        return await ask(self._arm, case, self._retry, trial_timeout_s=self._trial_timeout_s)
+
+    def _settle(self, asked: Ask) -> SubjectResponse:
+        # Raised here, in the test's thread, not on the loop: a skip is the test's outcome.
+        self.asks.append(asked)
+        if asked.response is not None:
+            self.responses.append(asked.response)
+            return asked.response
+        if asked.contract:
+            pytest.fail(str(asked.error), pytrace=False)
+        if self._unmeasured == "fail":
+            pytest.fail(f"{asked.reason} (--vitrine-unmeasured=fail)", pytrace=False)
+        pytest.skip(asked.reason)
 
 
 @pytest.fixture
 def vitrine_ask(
-    request: pytest.FixtureRequest, vitrine_subject: Callable[..., Any]
+    request: pytest.FixtureRequest,
+    vitrine_subject: Callable[..., Any],
+    vitrine_retry_policy: RetryPolicy,
 ) -> SubjectProbe:
     """Ask the in-process subject; the case id is the test's (its case marker, else its name)."""
     marker = request.node.get_closest_marker("case")
     case_id = str(marker.args[0]) if marker is not None and marker.args else request.node.name
-    return SubjectProbe(vitrine_subject, case_id)
+    from vitrine._bench.retry import RetryPolicy
+
+    if not isinstance(vitrine_retry_policy, RetryPolicy):
+        raise pytest.UsageError(
+            f"the vitrine_retry_policy fixture returned {type(vitrine_retry_policy).__name__}, "
+            "not a vitrine.RetryPolicy"
+        )
+    asks: list[Ask] = []
+    request.node.stash[_asks_key] = asks
+    return SubjectProbe(
+        vitrine_subject,
+        case_id,
+        loop=session_loop(request.config),
+        retry=vitrine_retry_policy,
+        trial_timeout_s=_trial_timeout_s(request.config),
+        unmeasured=_unmeasured_choice(request.config),
+        asks=asks,
+    )
 
 
 def _load_object(spec: str, where: str) -> Any:
@@ -567,7 +725,9 @@ def _load_object(spec: str, where: str) -> Any:
 
 @pytest.fixture
 def vitrine_metrics(request: pytest.FixtureRequest) -> Metrics:
-    metrics = Metrics(load_judge)
+    """The test's metrics; a judged one runs its judge on the session's event loop."""
+    config = request.config
+    metrics = Metrics(load_judge, run=lambda coroutine: session_loop(config).run(coroutine))
     request.node.stash[_metrics_key] = metrics
     return metrics
 
@@ -583,8 +743,16 @@ class _Recorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
         metrics = item.stash.get(_metrics_key, None)
+        asks = item.stash.get(_asks_key, [])
         try:
             result = yield
+        except (pytest.skip.Exception, pytest.fail.Exception):
+            # An ask that was not measured stops the test; a metric it had failed still fails.
+            unmeasured = [a.reason for a in asks if a.reason]
+            if metrics is None or not metrics.failures or not unmeasured:
+                raise
+            message = "\n".join([*metrics.failures, f"then {unmeasured[0]}"])
+            raise pytest.fail.Exception(message, pytrace=False) from None
         except Exception as exc:
             # The test stopped on its own error; the metrics it had recorded still speak.
             if metrics is None or not metrics.failures:
@@ -596,6 +764,13 @@ class _Recorder:
             except AssertionError as failed:
                 # The metrics' messages are the whole story; the plugin's frames are noise.
                 pytest.fail(str(failed), pytrace=False)
+        unmeasured = [a.reason for a in asks if a.reason]
+        if unmeasured:
+            # The test caught the ask's skip and carried on: what it asked was still not seen.
+            reason = "; ".join(unmeasured)
+            if self.unmeasured == "fail":
+                pytest.fail(f"{reason} (--vitrine-unmeasured=fail)", pytrace=False)
+            pytest.skip(reason)
         return result
 
     def _entry(self, nodeid: str) -> dict[str, Any]:
@@ -636,13 +811,20 @@ class _Recorder:
         turns = item.stash.get(_turns_key, None)
         if turns:
             entry["layers"] = [turn.layer for turn in turns]
+        asks = item.stash.get(_asks_key, None)
+        if asks:
+            entry["asks"] = [asked.to_dict() for asked in asks]
+            entry["retries"] = sum(asked.tries - 1 for asked in asks)
+            not_measured = [asked.reason for asked in asks if asked.reason]
+            if not_measured:
+                entry["not_measured"] = _bound("; ".join(not_measured))
         entry["markers"] = sorted({m.name for m in item.iter_markers()} - _PLUMBING_MARKERS)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         directory = self.config.getoption("--vitrine-report", None)
         if not directory:
             return
-        tests = [e for e in self.results.values() if "metrics" in e or "case" in e]
+        tests = [e for e in self.results.values() if {"metrics", "case", "asks"} & e.keys()]
         tests.sort(key=lambda e: (str(e.get("case", "~")), str(e["nodeid"])))
         totals = {
             state: sum(1 for t in tests if t.get("outcome") == state)
@@ -653,6 +835,8 @@ class _Recorder:
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "exit_status": int(exitstatus),
             "totals": totals,
+            # Tries of the subject beyond the first: a suite that passed only on retries says so.
+            "retries": sum(int(t.get("retries", 0)) for t in tests),
             "tests": tests,
         }
         # Only an endpoint that was used is named: tests of an in-process subject have none.
@@ -689,7 +873,8 @@ _STYLE = (
     "body{font:14px system-ui,sans-serif;margin:2em;color:#222}"
     "table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:4px 8px;"
     "text-align:left;vertical-align:top}th{background:#f4f4f4}.passed{color:#0a6b2d}"
-    ".failed{color:#b00020;font-weight:bold}.skipped{color:#8a6d00}.not_applicable{color:#555}"
+    ".failed{color:#b00020;font-weight:bold}.skipped,.not_measured{color:#8a6d00}"
+    ".not_applicable{color:#555}"
     "code{font-size:12px}"
 )
 
@@ -707,6 +892,17 @@ def render_html(document: dict[str, Any]) -> str:
             + (f" <code>{e(str(m['detail']))}</code>" if m.get("detail") else "")
             for m in metrics
         )
+        asked = "<br>".join(
+            f'<span class="{e(str(a.get("state")))}">subject on {e(str(a.get("case")))}: '
+            f"{e(str(a.get('tries')))} {'try' if a.get('tries') == 1 else 'tries'}</span>"
+            + "".join(
+                f" <code>try {e(str(f.get('attempt')))}: {e(str(f.get('error')))}</code>"
+                for f in a.get("failed_attempts", [])
+            )
+            for a in test.get("asks") or []
+        )
+        if asked:
+            cells = f"{cells}<br>{asked}" if cells else asked
         outcome = str(test.get("outcome", "unknown"))
         layers = " → ".join(str(layer) for layer in test.get("layers", []))
         rows.append(
@@ -718,6 +914,8 @@ def render_html(document: dict[str, Any]) -> str:
         )
     totals = document["totals"]
     summary = ", ".join(f"{e(str(v))} {e(k)}" for k, v in totals.items())
+    if document.get("retries"):
+        summary += f"; {e(str(document['retries']))} retried asks of the subject"
     service = f"service {e(str(document['api_url']))}; " if document.get("api_url") else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
