@@ -29,6 +29,7 @@ from vitrine.reports._formatting import (
     exit_class,
     format_delta,
     format_duration,
+    format_effect,
     format_interval,
     format_p,
     gate_problems,
@@ -279,8 +280,10 @@ def _print_comparisons(bench: BenchmarkSection, console: Console) -> None:
         _Col("Excl.", fixed=True, right=True),
         _Col("n", fixed=True, right=True),
         _Col("p", fixed=True, right=True),
+        _Col("Holm p", fixed=True, right=True),
         _Col("Min p", fixed=True, right=True),
         _Col("Mean Δ", fixed=True, right=True),
+        _Col("Δ pass [95%]", fixed=True, right=True),
         _Col("Flags", ratio=1, min_width=14),
     )
     for comparison in bench.comparisons:
@@ -296,8 +299,10 @@ def _print_comparisons(bench: BenchmarkSection, console: Console) -> None:
             str(comparison.excluded),
             str(comparison.effective_n),
             format_p(comparison.p_value),
+            format_p(comparison.holm_p),
             format_p(comparison.min_attainable_p),
             format_delta(comparison.mean_delta),
+            format_effect(comparison.effect),
             Text(", ".join(flags) if flags else DASH, style="yellow" if flags else "dim"),
         )
     console.print(table)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from vitrine._outcomes import ExitCode
-from vitrine.reports._model import CheckFacts, ComparisonFacts, GateRow, SuiteReport
+from vitrine.reports._model import CheckFacts, ComparisonFacts, EffectFacts, GateRow, SuiteReport
 
 __all__ = [
     "DASH",
@@ -27,6 +27,7 @@ __all__ = [
     "exit_class",
     "format_delta",
     "format_duration",
+    "format_effect",
     "format_interval",
     "format_offset",
     "format_p",
@@ -121,6 +122,13 @@ def format_interval(lower: float | None, upper: float | None) -> str:
 
 def format_delta(value: float | None) -> str:
     return DASH if value is None else f"{value:+.3f}"
+
+
+def format_effect(effect: EffectFacts | None) -> str:
+    """A paired difference of pass rates with its interval: ``+0.25 [+0.05, +0.43]``."""
+    if effect is None:
+        return DASH
+    return f"{effect.estimate:+.2f} [{effect.lower:+.2f}, {effect.upper:+.2f}]"
 
 
 def format_duration(seconds: float) -> str:

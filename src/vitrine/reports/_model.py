@@ -100,6 +100,16 @@ class CheckFacts(_Model):
     underpowered: bool
 
 
+class EffectFacts(_Model):
+    """How big a paired difference is: challenger minus reference pass rate, with its interval."""
+
+    estimate: float
+    lower: float
+    upper: float
+    confidence: float
+    interval: str = "Newcombe hybrid score (method 10)"
+
+
 class ComparisonFacts(_Model):
     check_key: str
     reference_arm: str
@@ -118,6 +128,11 @@ class ComparisonFacts(_Model):
     mean_delta: float | None
     underpowered_by_construction: bool
     undecidable: bool
+    # Adjusted over every comparison of the benchmark shown together: Holm keeps the
+    # family-wise error rate, Benjamini-Hochberg the false discovery rate.
+    holm_p: float | None = None
+    bh_p: float | None = None
+    effect: EffectFacts | None = None
 
 
 class BenchmarkSection(_Model):

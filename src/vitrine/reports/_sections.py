@@ -14,11 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from vitrine._bench.results import RunResult
-from vitrine._bench.score import BenchmarkScore, FloorComparisonError, RepCollapse
-from vitrine.reports._model import BenchmarkSection, CheckFacts, ComparisonFacts, FloorFacts, RunRef
+from vitrine._bench.score import BenchmarkScore, FloorComparisonError, PairOutcome, RepCollapse
+from vitrine._multiplicity import benjamini_hochberg, holm, paired_difference
+from vitrine.reports._model import (
+    BenchmarkSection,
+    CheckFacts,
+    ComparisonFacts,
+    EffectFacts,
+    FloorFacts,
+    RunRef,
+)
 from vitrine.store import load_run
 
-__all__ = ["benchmark_section", "recompute_claims"]
+__all__ = ["adjusted", "benchmark_section", "effect_of", "recompute_claims"]
 
 
 def _relative(run_dir: str | None, root: Path) -> str:
@@ -28,6 +36,35 @@ def _relative(run_dir: str | None, root: Path) -> str:
         return Path(os.path.relpath(run_dir, root)).as_posix()
     except ValueError:
         return Path(run_dir).name
+
+
+def effect_of(pairs: Sequence[PairOutcome], pass_at: float) -> EffectFacts | None:
+    """The paired difference of pass rates over the measured pairs, or None without pairs."""
+    cells = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
+    for pair in pairs:
+        cells[(pair.reference_value >= pass_at, pair.challenger_value >= pass_at)] += 1
+    difference = paired_difference(
+        cells[(True, True)], cells[(True, False)], cells[(False, True)], cells[(False, False)]
+    )
+    if difference is None:
+        return None
+    return EffectFacts(
+        estimate=difference.estimate,
+        lower=difference.lower,
+        upper=difference.upper,
+        confidence=difference.confidence,
+    )
+
+
+def adjusted(comparisons: list[ComparisonFacts]) -> list[ComparisonFacts]:
+    """The comparisons with Holm and Benjamini-Hochberg p-values over all of them together."""
+    if not comparisons:
+        return comparisons
+    raw = [c.p_value for c in comparisons]
+    return [
+        c.model_copy(update={"holm_p": h, "bh_p": b})
+        for c, h, b in zip(comparisons, holm(raw), benjamini_hochberg(raw), strict=True)
+    ]
 
 
 def benchmark_section(
@@ -97,8 +134,10 @@ def benchmark_section(
                     mean_delta=c.mean_delta,
                     underpowered_by_construction=c.underpowered_by_construction,
                     undecidable=c.undecidable,
+                    effect=effect_of(c.pairs, pass_at),
                 )
             )
+    comparisons = adjusted(comparisons)
     repetitions = max(len(score.runs(arm)) for arm in score.arms)
     return BenchmarkSection(
         identity=score.definition_identity,

@@ -197,6 +197,7 @@ def environment() -> Environment:
         p=fmt.format_p,
         rate=fmt.format_rate,
         delta=fmt.format_delta,
+        effect=fmt.format_effect,
         duration=fmt.format_duration,
         offset=fmt.format_offset,
         short_hash=fmt.short_hash,
