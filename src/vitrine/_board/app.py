@@ -19,8 +19,9 @@ from urllib.parse import quote, unquote
 from vitrine._bench.results import RunResult
 from vitrine._board.catalog import DOCUMENTS, KINDS, SEALED, VERDICTS, Catalog, RunHeader
 from vitrine._board.compare import BUCKETS, compare_sides
+from vitrine._board.matrix import kill_map
 from vitrine._board.query import IndexQuery, Page, QueryError
-from vitrine._board.render import render, static_file
+from vitrine._board.render import FAVICON, render, static_file
 from vitrine._board.runs import (
     BoardError,
     check_views,
@@ -50,6 +51,7 @@ __all__ = ["ROUTES", "Board", "Reply", "Route", "static_name"]
 
 _HTML = "text/html; charset=utf-8"
 _SIBLINGS = 30
+_OLD_MUTANTS_KEY = "mutants"  # the one key every mutant session had before sessions had theirs
 _Params = Mapping[str, Sequence[str]]
 
 
@@ -112,6 +114,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "job/{number}"),
     Route("GET", "api/job/{number}"),
     Route("GET", "static/{file}"),
+    Route("GET", "favicon.ico"),
     Route("POST", "redteam/{run}/sign-off"),
     Route("POST", "setup/start"),
 )
@@ -187,6 +190,7 @@ class Board:
             "job/{number}": lambda a, _: self.job(int(a[0])),
             "api/job/{number}": lambda a, _: self.job_json(int(a[0])),
             "static/{file}": lambda a, _: _static(a[0]),
+            "favicon.ico": lambda a, _: _static(FAVICON),
             "redteam/{run}/sign-off": lambda a, p: self._sign_off(a[0], form(p)),
             "setup/start": lambda _, p: self._start(form(p)),
         }
@@ -230,6 +234,11 @@ class Board:
         return header
 
     def run(self, kind: str, key: str) -> Reply:
+        if kind == "mutants" and key == _OLD_MUTANTS_KEY and self.catalog.find(kind, key) is None:
+            # Every session once had this one address; it now leads to the newest session.
+            newest = next((h for h in self.catalog.headers() if h.kind == "mutants"), None)
+            if newest is not None:
+                return Reply.redirect(f"/run/{quote(newest.kind)}/{quote(newest.key, safe='')}")
         header = self._header(kind, key)
         if kind == "benchmark":
             return self._benchmark_page(header)
@@ -335,8 +344,11 @@ class Board:
         )
 
     def controls(self) -> Reply:
-
-        latest = next((h for h in self.catalog.headers() if h.kind == "offline"), None)
+        offline = [h for h in self.catalog.headers() if h.kind == "offline"]
+        newest = offline[0] if offline else None
+        # An ablation or a plain evaluation runs no controls: the page shows the newest report
+        # that did, and says when a newer one ran none.
+        latest = next((h for h in offline if h.ran_controls), newest)
         report = None
         problem = None
         if latest is not None:
@@ -352,18 +364,28 @@ class Board:
         )
         return self._page(
             "controls.html.j2",
+            newest=newest,
             source=latest,
             report=report,
             problem=problem,
             matrix_header=matrix_header,
             matrix=matrix,
+            kill=None if matrix is None else kill_map(matrix),
             matrix_problem=matrix_problem,
+            sessions=[h for h in self.catalog.headers() if h.kind == "mutants"],
         )
 
     def _mutants_page(self, header: RunHeader) -> Reply:
         matrix, problem = _load_matrix(self.root / header.location / DOCUMENTS["mutants"])
         status = 200 if problem is None else 409  # refused, as any evidence that fails its check
-        return self._page("mutants.html.j2", status, header=header, matrix=matrix, problem=problem)
+        return self._page(
+            "mutants.html.j2",
+            status,
+            header=header,
+            matrix=matrix,
+            kill=None if matrix is None else kill_map(matrix),
+            problem=problem,
+        )
 
     # -- red team ---------------------------------------------------------------------------
 

@@ -77,7 +77,7 @@ SEALED: Mapping[str, str] = {
 _EXIT_VERDICTS = {0: "pass", 1: "fail", 2: "invalid", 3: "not measured", 4: "infrastructure"}
 _RUN_VERDICTS = {"PASS": "pass", "WARN": "warn", "FAIL": "fail", "PENDING": "not measured"}
 _CACHE_FILE = "headers.json"
-_CACHE_VERSION = 2  # 2: sealed documents checked
+_CACHE_VERSION = 3  # 2: sealed documents checked; 3: mutant sessions keyed by folder, modes
 
 
 def verdict_of_exit(code: object) -> str:
@@ -99,6 +99,15 @@ class RunHeader:
     timestamp: str
     definition_hash: str
     location: str
+    # An offline suite report's mode ("suite" for --all, "self-test", a suite's own mode).
+    mode: str = ""
+    # An offline suite report: whether it ran the registered controls.
+    ran_controls: bool = False
+    # An offline suite report that passed: the runs in it that failed, as its gates expected
+    # (calibration arms, deliberately broken to prove a check can turn red).
+    expected_failures: tuple[str, ...] = ()
+    # A benchmark run that failed inside a suite session that passed: an expected failure.
+    expected: bool = False
 
     @property
     def ref(self) -> str:
@@ -185,7 +194,15 @@ def _text(value: object) -> str:
 def _offline_header(doc: Mapping[str, Any], location: str) -> RunHeader | None:
     if not isinstance(doc.get("gates"), list):
         return None
-    hashes = [b.get("content_hash") for b in doc.get("benchmarks") or () if isinstance(b, dict)]
+    benchmarks = [b for b in doc.get("benchmarks") or () if isinstance(b, dict)]
+    hashes = [b.get("content_hash") for b in benchmarks]
+    passed = doc.get("exit_code") == 0
+    failed_runs = tuple(
+        str(run.get("run_id"))
+        for bench in benchmarks
+        for run in bench.get("runs") or ()
+        if isinstance(run, dict) and run.get("verdict") == "FAIL"
+    )
     return RunHeader(
         "offline",
         location.rsplit("/", 1)[-1],
@@ -197,6 +214,9 @@ def _offline_header(doc: Mapping[str, Any], location: str) -> RunHeader | None:
         _text(doc.get("started_at")),
         _text(hashes[0]) if hashes else "",
         location,
+        mode=_text(doc.get("mode")),
+        ran_controls=isinstance(doc.get("controls"), dict),
+        expected_failures=failed_runs if passed else (),
     )
 
 
@@ -273,8 +293,9 @@ def _live_header(doc: Mapping[str, Any], location: str) -> RunHeader | None:
 
 
 def _mutants_header(doc: Mapping[str, Any], location: str) -> RunHeader | None:
-    # The matrix is young and its shape may still grow: read only what is clearly there.
-    session = location.split("/")[-2] if "/" in location else location
+    # The matrix is young and its shape may still grow: read only what is clearly there. The
+    # key is the session folder, so every session has its own page.
+    session = location.rsplit("/", 1)[-1]
     mutants = doc.get("mutants")
     count = len(mutants) if isinstance(mutants, list | dict) else 0
     return RunHeader(
@@ -304,6 +325,17 @@ def _report_readers(name: str) -> tuple[tuple[str, HeaderReader], ...]:
     if name.startswith("redteam-"):
         return (("redteam.json", _redteam_header),)
     return (("report.json", _report_json_header), ("behaviour-report.json", _behaviour_header))
+
+
+def _mark_expected(runs: list[RunHeader], reports: Iterable[RunHeader]) -> list[RunHeader]:
+    """``runs`` with each failed run that a passing suite session expected to fail marked so:
+    the suite's own verdict, not a guess from the arm's name, says the failure was planned."""
+    expected = {key for report in reports for key in report.expected_failures}
+    if not expected:
+        return runs
+    return [
+        replace(h, expected=True) if h.key in expected and h.verdict == "fail" else h for h in runs
+    ]
 
 
 def _sort_key(header: RunHeader) -> tuple[str, str]:
@@ -337,6 +369,7 @@ class Catalog:
             file_headers = list(self._scan_files())
             if self._stale or self._dirty:
                 runs = [h for index in self._indexes for h in index.headers]
+                runs = _mark_expected(runs, file_headers)
                 self._sorted = sorted([*runs, *file_headers], key=_sort_key, reverse=True)
                 self._stale = False
             if self._dirty:
@@ -433,6 +466,8 @@ class Catalog:
         for relative, value in files.items() if isinstance(files, dict) else ():
             try:
                 mtime, size, fields = value
+                if fields is not None:
+                    fields["expected_failures"] = tuple(fields.get("expected_failures") or ())
                 header = None if fields is None else RunHeader(**fields)
                 self._files[str(relative)] = (int(mtime), int(size), header)
             except (TypeError, ValueError):

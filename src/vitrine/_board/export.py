@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from vitrine._board.app import Board, static_name
 from vitrine._board.query import IndexQuery
+from vitrine._board.render import FAVICON
 from vitrine.store._files import atomic_write_bytes, read_json
 
 __all__ = ["export_board"]
@@ -23,7 +24,7 @@ def export_board(root: Path, directory: Path, *, max_runs: int = 1000) -> int:
     board = Board(root, persist_cache=False, static=True)
     headers = board.catalog.headers()
     (directory / "static").mkdir(parents=True, exist_ok=True)
-    for name in ("board.css", "board.js"):
+    for name in ("board.css", "board.js", FAVICON):
         resource = files("vitrine._board").joinpath("static", name)
         atomic_write_bytes(directory / "static" / name, resource.read_bytes())
 

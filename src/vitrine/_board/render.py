@@ -11,16 +11,27 @@ from importlib.resources import files
 from typing import Any
 
 from vitrine._board.catalog import KINDS
+from vitrine._board.fields import field_table
 from vitrine.reports._templates import environment
 
-__all__ = ["render", "static_file"]
+__all__ = ["FAVICON", "render", "static_file"]
 
-_STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+_STATIC_TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+# The board's icon, served at /favicon.ico too: browsers ask for that address on every page.
+FAVICON = "favicon.svg"
 
 
 def render(template: str, **context: Any) -> str:
     """Render one board page to a complete HTML document."""
-    return environment().get_template(f"board/{template}").render(KINDS=KINDS, **context)
+    return (
+        environment()
+        .get_template(f"board/{template}")
+        .render(KINDS=KINDS, fields=field_table, **context)
+    )
 
 
 def static_file(name: str) -> tuple[bytes, str] | None:
