@@ -29,6 +29,7 @@ PACKAGE = ROOT / "src" / "vitrine"
 READING_ORDER = (
     "vitrine",
     "vitrine.checks",
+    "vitrine.datasets",
     "vitrine.scorers",
     "vitrine.subjects",
     "vitrine.adapters",

@@ -8,7 +8,8 @@ module's own choice of exit code: ``sys.exit(0)`` at import would otherwise end 
 loader turns it into its own refusal.
 
 A module or attribute that does not exist is an invalid argument (exit 2); a module that exists
-but raises, exits or is interrupted while it runs is a broken installation (exit 4).
+but raises, exits or is interrupted while it runs is a broken installation (exit 4). A dataset
+file it reads that cannot become cases is an invalid argument too (exit 2).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 
 from vitrine._redact import describe_exception
 from vitrine._vocabulary import ExitCode
-from vitrine.errors import UserCodeError
+from vitrine.errors import DatasetArgumentError, DatasetFileError, UserCodeError
 
 __all__ = [
     "UserCodeError",
@@ -64,6 +65,13 @@ def call_user_code(label: str, doing: str, function: Callable[[], T]) -> T:
         return function()
     except UserCodeError:
         raise
+    except (DatasetArgumentError, DatasetFileError) as exc:
+        # A dataset the code reads is input the operator chose: a bad row or an unknown suffix
+        # is an invalid argument (2), not a broken installation.
+        raise UserCodeError(
+            f"{label}: {doing} failed ({describe_user_exception(exc)})",
+            ExitCode.INVALID_ARGUMENTS,
+        ) from exc
     except BaseException as exc:  # user code may raise anything, even SystemExit
         raise UserCodeError(f"{label}: {doing} failed ({describe_user_exception(exc)})") from exc
 

@@ -12,6 +12,7 @@ Each error also keeps its built-in base (shown in brackets), so code that caught
     │   ├── AdmissionError
     │   │   └── JudgeNotAdmittedError
     │   ├── AmbiguousResumeError
+    │   ├── DatasetArgumentError              a dataset path, object or field mapping refused
     │   ├── DefinitionError
     │   ├── EmbeddingConfigError
     │   ├── ExecutorError
@@ -32,6 +33,7 @@ Each error also keeps its built-in base (shown in brackets), so code that caught
     │   ├── CaseFileError
     │   ├── CatalogueError
     │   ├── DatasetError
+    │   │   └── DatasetFileError              a dataset row that is not a case (file, line, field)
     │   ├── JudgeOutputError
     │   ├── LedgerError
     │   ├── MalformedLineError
@@ -69,6 +71,7 @@ Each error also keeps its built-in base (shown in brackets), so code that caught
     ├── ProblemError
     ├── CatalogueImportError [RuntimeError]
     ├── DatabaseUnavailable [RuntimeError]
+    ├── DatasetUnavailableError [RuntimeError]
     ├── EmbeddingError [RuntimeError]
     ├── ExecutorUnavailableError [RuntimeError]
     ├── MutantRunError [RuntimeError]
@@ -108,7 +111,10 @@ __all__ = [
     "CommandRefusal",
     "ComparisonError",
     "DatabaseUnavailable",
+    "DatasetArgumentError",
     "DatasetError",
+    "DatasetFileError",
+    "DatasetUnavailableError",
     "DefinitionError",
     "EmbeddingConfigError",
     "EmbeddingError",
@@ -291,6 +297,35 @@ class CatalogueError(InvalidDataError):
 
 class DatasetError(InvalidDataError):
     """A dataset or thresholds file that cannot be used as it is."""
+
+
+# Reading a dataset as cases (vitrine.datasets): a refused request, a row that is not a case,
+# and the optional package that reads Hugging Face datasets.
+
+
+class DatasetArgumentError(InvalidArgumentError):
+    """A dataset request refused as stated: a suffix no loader reads, a mapping naming nothing."""
+
+
+class DatasetFileError(DatasetError):
+    """A dataset whose rows cannot all become cases; the message names the file, line and field.
+
+    ``source`` is the file (or dataset) as it was named, ``line`` the line the row starts on
+    (None for a row of a Hugging Face dataset, or a problem with the whole file) and ``field``
+    the field at fault (None when no one field is).
+    """
+
+    def __init__(
+        self, message: str, *, source: str, line: int | None = None, field: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.source = source
+        self.line = line
+        self.field = field
+
+
+class DatasetUnavailableError(VitrineError, RuntimeError):
+    """A Hugging Face dataset was asked for but the ``datasets`` package is not installed."""
 
 
 class JudgeOutputError(InvalidDataError):
@@ -594,6 +629,7 @@ class TimelineError(VitrineError, RuntimeError):
 
 class VectorStoreError(VitrineError, RuntimeError):
     """The table is missing, stale or was built by another embedding model."""
+
 
 # --- scorers ------------------------------------------------------------------------------
 
