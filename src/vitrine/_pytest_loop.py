@@ -228,21 +228,9 @@ async def ask(arm: Arm, case: Case, policy: RetryPolicy, *, trial_timeout_s: flo
     runner = TrialRunner(
         arm, (), trial_timeout_s=trial_timeout_s, check_timeout_s=trial_timeout_s, retry=policy
     )
-    rng = policy.rng()
-    failures: list[FailedAttempt] = []
-    tries = 0
-    error: str | None = None
-    transient = contract = False
-    while tries < policy.attempts:
-        if tries:
-            await asyncio.sleep(policy.delay_s(tries, rng))
-        tries += 1
-        response, error, exc = await runner._attempt(case)
-        if exc is None:
-            return Ask(case.id, response, tries, tuple(failures))
-        failures.append(FailedAttempt.of(tries, exc, error))
-        contract = isinstance(exc, WrongTypeError)
-        transient = not contract and policy.retryable(exc)
-        if not transient:
-            break
-    return Ask(case.id, None, tries, tuple(failures), error, transient, contract)
+    tried = await runner.respond(case)
+    if tried.response is not None:
+        return Ask(case.id, tried.response, tried.tries, tried.failures)
+    contract = isinstance(tried.exception, WrongTypeError)
+    transient = not contract and tried.retryable
+    return Ask(case.id, None, tried.tries, tried.failures, tried.error, transient, contract)

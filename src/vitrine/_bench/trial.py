@@ -25,7 +25,7 @@ from vitrine._outcomes import Observation
 from vitrine._redact import describe_exception
 from vitrine.errors import WrongTypeError
 
-__all__ = ["TrialOutcome", "TrialRunner", "elapsed_ms", "not_measured_rows"]
+__all__ = ["TrialOutcome", "TrialRunner", "Tries", "elapsed_ms", "not_measured_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,20 @@ class TrialOutcome:
     error: str | None
     response: Mapping[str, Any] | None
     failed_attempts: tuple[FailedAttempt, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Tries:
+    """What asking the subject under a retry policy came to: its response, or the last try's
+    sanitized error and exception, every failed try, and whether the last failure was one the
+    policy retries (so the tries ran out) or a permanent one (never retried)."""
+
+    response: SubjectResponse | None
+    error: str | None
+    failures: tuple[FailedAttempt, ...]
+    tries: int
+    exception: Exception | None = None
+    retryable: bool = False
 
 
 class TrialRunner:
@@ -74,24 +88,11 @@ class TrialRunner:
         count against the retry policy and are kept with the trial's other failed tries.
         """
         started = time.perf_counter()
-        response: SubjectResponse | None = None
-        error: str | None = None
-        failures: list[FailedAttempt] = list(lost)
-        policy = self.retry
-        tries = len(failures)
-        while tries < policy.attempts:
-            if tries:
-                await asyncio.sleep(policy.delay_s(tries, self._rng))
-            tries += 1
-            response, error, exc = await self._attempt(case)
-            if exc is None:
-                break
-            failures.append(FailedAttempt.of(tries, exc, error))
-            if not policy.retryable(exc):
-                break
+        tried = await self.respond(case, lost=lost)
+        response, error = tried.response, tried.error
         # Only a trial that took more than one try carries its tries: a trial that failed once
         # is fully described by its error.
-        retried = tuple(failures) if tries > 1 else ()
+        retried = tried.failures if tried.tries > 1 else ()
 
         if response is None:
             reason = f"the subject failed, so nothing could be observed: {error}"
@@ -110,6 +111,28 @@ class TrialRunner:
             None if response is None else response.to_dict(),
             retried,
         )
+
+    async def respond(self, case: Case, *, lost: Sequence[FailedAttempt] = ()) -> Tries:
+        """Ask the subject about ``case`` under the retry policy: a try, and another after a
+        transient failure, until one answers or the tries run out. No check runs."""
+        failures: list[FailedAttempt] = list(lost)
+        policy = self.retry
+        tries = len(failures)
+        # Tries an executor already spent elsewhere may have used up the policy: the last of
+        # them is then the trial's error.
+        error: str | None = failures[-1].error if failures else None
+        exc: Exception | None = None
+        while tries < policy.attempts:
+            if tries:
+                await asyncio.sleep(policy.delay_s(tries, self._rng))
+            tries += 1
+            response, error, exc = await self._attempt(case)
+            if exc is None:
+                return Tries(response, None, tuple(failures), tries)
+            failures.append(FailedAttempt.of(tries, exc, error))
+            if not policy.retryable(exc):
+                return Tries(None, error, tuple(failures), tries, exc, retryable=False)
+        return Tries(None, error, tuple(failures), tries, exc, retryable=True)
 
     async def _attempt(
         self, case: Case
