@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vitrine.errors import BudgetReached, InvalidArgumentError, PriceTableError
+from vitrine.errors import BudgetReached, InvalidArgumentError, PriceTableError, UsageError
 
 if TYPE_CHECKING:
     from vitrine._bench.model import Arm, Case
@@ -193,6 +193,23 @@ class SpendMeter:
             self.open_at_reach = self.in_flight
             self.open_output_ceiling_at_reach = sum(self._open_ceilings)
         return why
+
+    def metered(self, **models: ChatModel) -> dict[str, MeteredModel]:
+        """Each of ``models`` (by role: ``subject=..., judge=...``) with every request counted
+        against this meter.
+
+        A cost ceiling needs a declared price for every model it would pay for: refused here,
+        before any call (a :class:`~vitrine.UsageError`, exit 2), never estimated.
+        """
+        if self.ceiling.max_cost is not None:
+            missing = self.unpriced({role: model.model_id for role, model in models.items()})
+            if missing:
+                raise UsageError(
+                    f"--max-cost cannot be enforced: {' and '.join(missing)} has no declared "
+                    "price in --price-table, so its cost is unknown; declare it or use "
+                    "--max-tokens"
+                )
+        return {role: MeteredModel(model, self) for role, model in models.items()}
 
     def admit(self, max_output_tokens: int) -> None:
         """Count a request that is about to start, or refuse it with :class:`BudgetReached`."""

@@ -206,3 +206,42 @@ async def test_reported_usage_is_summed_with_its_coverage(tmp_path):
     census = receipt["census"]
     assert census["attack_success_rate"] == 0.0 and "not_derivable" not in census
     assert any(f"{7 * calls} input, {3 * calls} output" in s for s in outcome.summary)
+
+
+async def test_a_call_ceiling_stops_the_campaign_on_the_wire_and_the_receipt_says_so(tmp_path):
+    from vitrine.live import SpendCeiling
+
+    request = PlanRequest(
+        plan=PLAN,
+        confirm_paid=True,
+        provider="openai",
+        output=tmp_path,
+        spend=SpendCeiling(max_calls=3),
+    )
+    with FakeOpenAIServer(FakeReply.text(REFUSAL)) as server:
+        outcome = await run_eval06(request, Eval06Options(environ=env(server)))
+        assert server.request_count == 3  # the fourth call was refused before it left
+    (path,) = outcome.artifacts
+    receipt = json.loads(path.read_text())
+    assert receipt["spend"]["spent"]["calls"] == 3
+    assert receipt["spend"]["reached"].startswith("3 call(s) reached --max-calls 3")
+    assert outcome.exit_code is not ExitCode.PASS  # probes it stopped are not a resistance
+    assert "spend ceiling reached" in receipt["exit_reason"]
+
+
+async def test_a_cost_ceiling_without_a_price_for_the_model_is_refused_before_any_call(tmp_path):
+    from vitrine import UsageError
+    from vitrine.live import SpendCeiling
+
+    request = PlanRequest(
+        plan=PLAN,
+        confirm_paid=True,
+        provider="openai",
+        output=tmp_path,
+        spend=SpendCeiling(max_cost=0.01),
+        prices={},
+    )
+    with FakeOpenAIServer(FakeReply.text(REFUSAL)) as server:
+        with pytest.raises(UsageError, match="--max-cost cannot be enforced"):
+            await run_eval06(request, Eval06Options(environ=env(server)))
+        assert server.request_count == 0

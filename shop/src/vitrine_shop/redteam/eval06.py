@@ -7,6 +7,10 @@ The declared ceiling is 25 target calls plus at most one judge call per probe: 1
 for the default four probes, enforced call by call. No benchmark run directory is written; the
 only artifact is the sanitized session receipt under ``<store root>/live/live-sessions``.
 
+``--max-calls``, ``--max-tokens`` and ``--max-cost`` bound the session as they bound the other
+live plans: once the ceiling is reached no new model call starts, the probes it stops are
+errored with "budget" in their reason, and the receipt records the spend against it.
+
 The provider runs without its own retries (:func:`vitrine.redteam.redteam_config`):
 the ceiling counts requests that leave the process, so a failed call is a probe error
 (infrastructure), never a silent extra call.
@@ -22,7 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from vitrine import ExitCode, PlanOutcome, PlanRequest
-from vitrine.live import ReceiptStore, new_session_id, require_paid_confirmation
+from vitrine.live import ReceiptStore, SpendMeter, new_session_id, require_paid_confirmation
 from vitrine.providers import ProviderConfig, create_chat_model, provider_is_free, readiness
 from vitrine.redact import sanitize_text
 from vitrine.redteam import (
@@ -163,9 +167,21 @@ async def run_eval06(request: PlanRequest, options: Eval06Options | None = None)
         result: CampaignResult | None = None
     else:
         document["readiness"] = {"ready": True}
+        meter = None if request.spend is None else SpendMeter(request.spend, request.prices)
+        if meter is not None:
+            # A cost ceiling on an unpriced model is refused here, before any call (exit 2).
+            metered = meter.metered(subject=models[0], judge=models[1])
+            models = (metered["subject"], metered["judge"])
         result = await _campaign(models, options, config.judge_max_output_tokens)
         classification = classify(result)
         code, reason = classification.exit_code, classification.reason
+        if meter is not None:
+            document["spend"] = meter.to_dict()
+            if meter.reached is not None:
+                reason = (
+                    f"{reason}; spend ceiling reached ({meter.reached}): the probes it stopped "
+                    "are errored, reason budget"
+                )
         usage = _usage(result)
         document.update(
             census=_census(result),

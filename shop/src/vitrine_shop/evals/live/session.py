@@ -36,7 +36,6 @@ from vitrine.judge import (
     admit_judge,
 )
 from vitrine.live import (
-    MeteredModel,
     NodeStatus,
     PowerStatement,
     ReceiptStore,
@@ -387,23 +386,9 @@ def _ceiling_text(ceiling: SpendCeiling) -> str:
 
 
 def _metered(models: LiveModels, meter: SpendMeter) -> LiveModels:
-    """The same models with every request counted against the session's ceiling.
-
-    A cost ceiling needs a declared price for every model it would pay for: refused before
-    any call (exit 2), never estimated.
-    """
-    if meter.ceiling.max_cost is not None:
-        missing = meter.unpriced(
-            {"subject": models.subject.model_id, "judge": models.judge.model_id}
-        )
-        if missing:
-            raise UsageError(
-                f"--max-cost cannot be enforced: {' and '.join(missing)} has no declared price "
-                "in --price-table, so its cost is unknown; declare it or use --max-tokens"
-            )
-    return dataclasses.replace(
-        models, subject=MeteredModel(models.subject, meter), judge=MeteredModel(models.judge, meter)
-    )
+    """The same models with every request counted against the session's ceiling."""
+    metered = meter.metered(subject=models.subject, judge=models.judge)
+    return dataclasses.replace(models, subject=metered["subject"], judge=metered["judge"])
 
 
 def planned_workload(
