@@ -23,5 +23,7 @@ if TYPE_CHECKING:
         record_model_call as record_model_call,
         record_tool_call as record_tool_call,
     )
+    from vitrine.adapters._agents import agents_subject as agents_subject
+    from vitrine.adapters._pydantic_ai import pydantic_ai_subject as pydantic_ai_subject
 
 __getattr__, __dir__ = lazy_exports(__name__)
