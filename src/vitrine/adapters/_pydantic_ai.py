@@ -181,6 +181,16 @@ def _model_calls(messages: Sequence[ModelMessage], timings: _Timings) -> list[Mo
     return records
 
 
+def _usage_of(messages: Sequence[ModelMessage]) -> TokenUsage | None:
+    """Tokens over every model response of the run, resumed segments included."""
+    responses = [m for m in messages if isinstance(m, ModelResponse)]
+    if not responses:
+        return None
+    return TokenUsage(
+        sum(r.usage.input_tokens for r in responses), sum(r.usage.output_tokens for r in responses)
+    )
+
+
 @dataclass(frozen=True)
 class _PydanticAISubject:
     agent: Agent[Any, Any]
@@ -207,11 +217,10 @@ class _PydanticAISubject:
                 )
                 messages.extend(result.new_messages())
         answer, structured = answer_of(result.output)
-        usage = result.usage
         return SubjectResponse(
             answer=answer,
             tool_calls=tuple(_tool_calls(messages, timings)),
-            usage=TokenUsage(usage.input_tokens, usage.output_tokens) if usage.requests else None,
+            usage=_usage_of(messages),
             structured=structured,
             provenance="pydantic-ai",
             model_calls=None
