@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from vitrine._bench.response import ModelCallRecord, SubjectResponse, TokenUsage, ToolCallRecord
 
 __all__ = [
+    "CACHED_PROVENANCE",
     "TrialJournal",
     "current_journal",
     "journal_scope",
@@ -28,6 +29,9 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+# Added to a trial's provenance when any of its model calls was answered from the cache.
+CACHED_PROVENANCE = "+model-cache"
 
 
 @dataclass(slots=True)
@@ -130,4 +134,10 @@ def merged(response: SubjectResponse, journal: TrialJournal) -> SubjectResponse:
         usage = journal.usage()
         if usage is not None:
             changes["usage"] = usage
+    # An answer from the model-call cache is not a fresh measurement, whoever reported the
+    # calls: the trial's provenance says so wherever it is shown (rows, board, reports).
+    if any(call.cached for call in journal.model_calls) and not response.provenance.endswith(
+        CACHED_PROVENANCE
+    ):
+        changes["provenance"] = response.provenance + CACHED_PROVENANCE
     return replace(response, **changes) if changes else response  # type: ignore[arg-type]

@@ -24,6 +24,13 @@ if TYPE_CHECKING:
         record_tool_call as record_tool_call,
     )
     from vitrine.adapters._agents import agents_subject as agents_subject
+    from vitrine.adapters._cache import ModelCallCache as ModelCallCache
+    from vitrine.adapters._openai import (
+        AsyncOpenAITransport as AsyncOpenAITransport,
+        OpenAITransport as OpenAITransport,
+        instrument_openai as instrument_openai,
+    )
     from vitrine.adapters._pydantic_ai import pydantic_ai_subject as pydantic_ai_subject
+    from vitrine.adapters._tools import recorded_tool as recorded_tool
 
 __getattr__, __dir__ = lazy_exports(__name__)

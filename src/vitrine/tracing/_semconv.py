@@ -57,3 +57,7 @@ ATTEMPT_ORDINAL = "vitrine.attempt.ordinal"
 ATTEMPT_OUTCOME = "vitrine.attempt.outcome"
 ATTEMPT_FAILURE = "vitrine.attempt.failure"
 TOOL_STATUS = "vitrine.tool.status"
+# A model call an adapter recorded: the tries its client made on its own, and an answer that
+# came from the model-call cache instead of the model.
+MODEL_CALL_SDK_RETRIES = "vitrine.model_call.sdk_retries"
+MODEL_CALL_CACHED = "vitrine.model_call.cached"
