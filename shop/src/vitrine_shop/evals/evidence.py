@@ -31,6 +31,7 @@ from vitrine_shop.arms import (
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.evals.agent_evidence import observe_injection, observe_recall, probe_arm
 from vitrine_shop.evals.benchmarks import judged_quality_definition
+from vitrine_shop.evals.delivery_oracle import observe_delivery
 from vitrine_shop.evals.desk_exploration import DESK_KEY
 from vitrine_shop.evals.exploration import (
     CARELESS_KEY,
@@ -50,6 +51,7 @@ from vitrine_shop.evals.structural_evidence import (
     observe_loaded_data,
     observe_workflow_runs,
 )
+from vitrine_shop.evals.tool_contract import observe_contract
 from vitrine_shop.evals.tool_sweep import observe_tool_sweep
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.workflow import ShopWorkflow
@@ -184,7 +186,13 @@ async def produce_evidence(
             POPULATION_KEY: runs.population,
         }
         explored = await observe_exploration(shop.explored, store=store, runs=kept)
-        return {**explored, "sweep": await observe_tool_sweep(shop.swept())}
+        swept = shop.swept()
+        return {
+            **explored,
+            "sweep": await observe_tool_sweep(swept),
+            "contract": await observe_contract(swept),
+            "delivery": await observe_delivery(swept),
+        }
 
     inj, rec, jud, wf, inv = await asyncio.gather(
         injection(), recall(), judged(), workflow_shape(), invariants()

@@ -168,9 +168,12 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
     served = evidence.get("served") or {}
     if int(served.get("compared", 0)) == 0:
         return Observation.not_measured("no served answer could be compared with the agent's")
-    sweep = evidence.get("sweep") or {}
-    if int(sweep.get("calls", 0)) == 0:
-        return Observation.not_measured("the tool sweep made no call")
+    probed = {}
+    for key, what in _PROBED.items():
+        probed[what] = evidence.get(key) or {}
+        if int(probed[what].get("calls", 0)) == 0:
+            return Observation.not_measured(f"the {what} made no call")
+    sweep = probed["tool sweep"]
     differ = list(sessions.get("differ") or ())
     served_differ = list(served.get("differ") or ())
     broken = {
@@ -180,12 +183,12 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
     }
     crashed = sum(int(f.get("crashed", 0)) for f in arms.values())
     rules: dict[str, int] = {}
-    for facts in (*arms.values(), sweep):
+    for facts in (*arms.values(), *probed.values()):
         for rule, count in (facts.get("rules") or {}).items():
             rules[rule] = rules.get(rule, 0) + int(count)
     trials = sum(int(f["trials"]) for f in arms.values())
     failed = sum(int(f["failed_trials"]) + int(f.get("crashed", 0)) for f in arms.values())
-    swept = int(sweep.get("violations", 0))
+    swept = sum(int(facts.get("violations", 0)) for facts in probed.values())
     passed = not broken and not differ and not served_differ and not swept
     if passed:
         label = (
@@ -206,25 +209,31 @@ def evaluate_invariants(evidence: Evidence) -> Observation:
         passed,
         evidence={
             # The first violations in words, shown beside the verdict; the facts below hold all.
-            "problems": _first_violations(arms, sweep),
+            "problems": _first_violations(arms, probed),
             "problem_count": sum(rules.values()) + crashed + len(differ) + len(served_differ),
             "arms": {arm: dict(facts) for arm, facts in arms.items()},
             "rules": rules,
             "sessions": dict(sessions),
             "served": dict(served),
-            "sweep": dict(sweep),
+            **{key: dict(probed[what]) for key, what in _PROBED.items()},
         },
         label=label,
     )
 
 
 _VIOLATIONS_SHOWN = 10
+# The invariants' evidence beyond the arms' trials: each must have made calls to count.
+_PROBED = {
+    "sweep": "tool sweep",
+    "contract": "tool contract's probes",
+    "delivery": "delivery oracles",
+}
 
 
-def _first_violations(arms: Mapping[str, Any], sweep: Mapping[str, Any]) -> list[str]:
+def _first_violations(arms: Mapping[str, Any], probed: Mapping[str, Any]) -> list[str]:
     lines = [
         f"{where}, case {example.get('case')}: {example.get('detail')} ({example.get('rule')})"
-        for where, facts in (*arms.items(), ("tool sweep", sweep))
+        for where, facts in (*arms.items(), *probed.items())
         for example in (facts.get("examples") or ())
         if isinstance(example, Mapping)
     ]

@@ -1,0 +1,363 @@
+"""What the workflow delivers, held to oracles computed from its own declarations and the data.
+
+The invariants say what every recommended item must be (in stock, within the budget, not
+owned...); they do not say *which* of several true candidates comes first, nor whether an item
+priced exactly at the budget may be offered. This module does, for both architectures:
+
+- ``ranking``: the Ranker declares its value (a candidate's retrieval score plus the weight of
+  its strongest interest) and its policy (first the best candidate of each interest, then the
+  rest, best first; at most one pick per kind; a lane with room takes every candidate left).
+  Every Ranker visit of a real workflow run is captured from the stage request (its payload)
+  and the stage reply, the value is recomputed from the payload, and the picks are held to it:
+  no pick may rank below a candidate left out of a full lane except the one-per-interest picks
+  that come first, nothing may be left out of a lane with room, and the picks after that first
+  round must descend in value.
+- ``candidates``: every candidate handed to the Ranker is admissible by the data: in stock, not
+  purchased (a due consumable excepted), within the budget the customer stated (read by the
+  invariants' own parser), not a second item of a kind the customer owns, and an add-on only
+  for a product the customer bought for themselves and that the catalogue declares it fits.
+- ``delivery``: the answer delivers the ranked picks in the Ranker's order, lane by lane.
+- ``budget-edge``: a metamorphic relation. A budget of exactly CHF *p* and one of *p* + 0.01
+  admit the same products when no product costs in between, so both answers must be the same;
+  *p* is the price of the dearest item the answer without a budget offered, so the relation
+  is exercised at an item exactly at the budget (counted: a relation never exercised is not
+  measured).
+
+Nothing here calls the subject's parsers or its Ranker: the value, the admissibility and the
+budget are read from the payload, the catalogue, the personas and the customer's turns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from itertools import pairwise
+from typing import Any
+
+from vitrine import SubjectResponse
+from vitrine.providers import ChatCompletion, ChatRequest, Provenance
+
+# Through the package, not the name: a planted mutant replaces scripted.ScriptedShopModel.
+from vitrine_shop import scripted
+from vitrine_shop.agent import ShopAgent
+from vitrine_shop.conversation import ShopRequest
+from vitrine_shop.domain import Persona, Product
+from vitrine_shop.evals.exploration import exploration_cases
+from vitrine_shop.evals.invariants import Violation, World, latest_budget
+from vitrine_shop.operations import ShopServices
+from vitrine_shop.workflow import ShopWorkflow
+from vitrine_shop.workflow.stages import stage_payload
+
+__all__ = [
+    "budget_edge_request",
+    "candidate_problems",
+    "delivery_problems",
+    "observe_delivery",
+    "ranking_problems",
+]
+
+_RANKER = "Ranker"
+_EXAMPLES = 8
+_CENT = Decimal("0.01")
+_EPSILON = 1e-9
+
+
+@dataclass
+class _RecordingModel:
+    """The scripted model, with every Ranker request's payload and reply kept."""
+
+    inner: Any = field(default_factory=lambda: scripted.ScriptedShopModel())  # noqa: PLW0108
+    rankings: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def model_id(self) -> str:
+        return str(self.inner.model_id)
+
+    @property
+    def provenance(self) -> Provenance:
+        return Provenance.OFFLINE_DETERMINISTIC
+
+    async def complete(self, request: ChatRequest) -> ChatCompletion:
+        completion: ChatCompletion = await self.inner.complete(request)
+        if request.purpose == _RANKER:
+            try:
+                reply = json.loads(completion.content or "")
+            except json.JSONDecodeError:
+                reply = None
+            if isinstance(reply, dict):
+                self.rankings.append((stage_payload(request), reply))
+        return completion
+
+
+# -- the Ranker ---------------------------------------------------------------------------------
+
+
+def _kind(candidate: Mapping[str, Any]) -> str:
+    return str(candidate.get("goes_with") or candidate.get("category"))
+
+
+def ranking_problems(payload: Mapping[str, Any], reply: Mapping[str, Any]) -> list[str]:
+    """Where one Ranker reply departs from the value and policy it declares for ``payload``."""
+    weight = {str(i["label"]): float(i["weight"]) for i in payload["interests"]}
+    history = {str(i["label"]) for i in payload["interests"] if i.get("source") != "request"}
+    owned = set(payload.get("owned_durables") or ())
+    room = {"explore": int(payload["max_explore"]), "replenish": int(payload["max_replenish"])}
+    candidates = {
+        str(c["sku"]): c
+        for c in payload["candidates"]
+        if str(c["sku"]) not in owned and any(label in weight for label in c["interests"])
+    }
+
+    def value(sku: str) -> tuple[float, str]:
+        c = candidates[sku]
+        best = max(weight[label] for label in c["interests"] if label in weight)
+        # Ties go to the lower SKU: the key sorts best first when negated.
+        return (-round(float(c["score"]) + best, 6), sku)
+
+    picks = [(str(p.get("sku")), str(p.get("interest"))) for p in reply.get("picks") or ()]
+    problems = [f"{sku} is no rankable candidate" for sku, _ in picks if sku not in candidates]
+    if problems:
+        return problems
+    kinds = Counter(_kind(candidates[sku]) for sku, _ in picks)
+    problems += [f"two picks of one kind ({k})" for k, n in kinds.items() if n > 1]
+    lanes = Counter(str(candidates[sku]["lane"]) for sku, _ in picks)
+    problems += [
+        f"{n} picks in the {lane} lane, room for {room.get(lane, 0)}"
+        for lane, n in lanes.items()
+        if n > room.get(lane, 0)
+    ]
+    chosen = {sku for sku, _ in picks}
+    left = [sku for sku in candidates if sku not in chosen and _kind(candidates[sku]) not in kinds]
+    for sku in left:
+        lane = str(candidates[sku]["lane"])
+        if lanes[lane] < room.get(lane, 0):
+            problems.append(f"{sku} was left out of the {lane} lane with room in it")
+    if not _ordered(picks, candidates, left, history, weight, value):
+        problems.append(
+            "the picks are not ordered by their declared value (score plus interest weight): "
+            + ", ".join(f"{sku} {-value(sku)[0]:.4f}" for sku, _ in picks)
+        )
+    return problems
+
+
+def _ordered(
+    picks: Sequence[tuple[str, str]],
+    candidates: Mapping[str, Mapping[str, Any]],
+    left: Sequence[str],
+    history: set[str],
+    weight: Mapping[str, float],
+    value: Any,
+) -> bool:
+    """Whether the picks split into a first round (one per interest, the best free candidate of
+    each history interest) and the rest (best first, none below a candidate left out of its
+    lane)."""
+    best_left: dict[str, float] = {}
+    for sku in left:
+        lane = str(candidates[sku]["lane"])
+        best_left[lane] = max(best_left.get(lane, -1e9), -value(sku)[0])
+    for split in range(len(picks) + 1):
+        if _first_round(picks[:split], candidates, history, weight, value) and _rest(
+            picks[split:], candidates, best_left, weight, value
+        ):
+            return True
+    return False
+
+
+def _first_round(
+    picks: Sequence[tuple[str, str]],
+    candidates: Mapping[str, Mapping[str, Any]],
+    history: set[str],
+    weight: Mapping[str, float],
+    value: Any,
+) -> bool:
+    kinds: set[str] = set()
+    seen: set[str] = set()
+    weights = [weight[label] for _, label in picks]
+    if any(later > earlier + _EPSILON for earlier, later in pairwise(weights)):
+        return False  # the first round visits the interests strongest first
+    for sku, label in picks:
+        if label not in candidates[sku]["interests"]:
+            return False
+        if label in history:
+            if label in seen:
+                return False  # one pick per history interest in the first round
+            free = [
+                other
+                for other, c in candidates.items()
+                if label in c["interests"] and _kind(c) not in kinds
+            ]
+            if min(free, key=value) != sku:
+                return False
+        seen.add(label)
+        kinds.add(_kind(candidates[sku]))
+    return True
+
+
+def _rest(
+    picks: Sequence[tuple[str, str]],
+    candidates: Mapping[str, Mapping[str, Any]],
+    best_left: Mapping[str, float],
+    weight: Mapping[str, float],
+    value: Any,
+) -> bool:
+    keys = [value(sku) for sku, _ in picks]
+    if keys != sorted(keys):
+        return False
+    for sku, label in picks:
+        c = candidates[sku]
+        if weight[label] < max(weight[x] for x in c["interests"] if x in weight) - _EPSILON:
+            return False  # after the first round a pick counts for its strongest interest
+        if best_left.get(str(c["lane"]), -1e9) > -value(sku)[0] + _EPSILON:
+            return False
+    return True
+
+
+# -- the candidates, by the data ----------------------------------------------------------
+
+
+def _self_bought_durables(persona: Persona, world: World) -> list[Product]:
+    return [
+        product
+        for p in persona.purchase_history
+        if not p.gift and (product := world.catalogue.get(p.sku)) is not None
+        if not product.consumable
+    ]
+
+
+def _fits(product: Product, owned: Product, world: World) -> bool:
+    return (
+        owned.sku in product.compat_skus
+        or product.sku in owned.compat_skus
+        or any(p.sku == product.sku for p in world.catalogue.compatible_with(owned.sku))
+    )
+
+
+def candidate_problems(payload: Mapping[str, Any], request: ShopRequest, world: World) -> list[str]:
+    """Every candidate handed to the Ranker that the data say the customer may not be offered."""
+    persona = world.personas.get(request.persona_id) if request.persona_id else None
+    budget = latest_budget(request.user_turns)
+    durables = _self_bought_durables(persona, world) if persona else []
+    owned_kinds = {p.leaf_category for p in durables}
+    bought = {p.sku for p in persona.purchase_history} if persona else set()
+    problems: list[str] = []
+    for candidate in payload["candidates"]:
+        sku = str(candidate["sku"])
+        product = world.catalogue.get(sku)
+        if product is None:
+            problems.append(f"candidate {sku} is not in the catalogue")
+            continue
+        restock = candidate.get("lane") == "replenish" and product.consumable
+        if not (product.stock_units or 0) > 0:
+            problems.append(f"candidate {sku} has no stock")
+        if budget is not None and product.price_chf is not None and product.price_chf > budget:
+            problems.append(f"candidate {sku} costs CHF {product.price_chf}, over CHF {budget}")
+        if sku in bought and not restock:
+            problems.append(f"candidate {sku} was bought already")
+        if not product.consumable and product.leaf_category in owned_kinds:
+            problems.append(f"candidate {sku} is a second {product.leaf_category} they own")
+        goes_with = candidate.get("goes_with")
+        if goes_with and not any(
+            p.name == goes_with and _fits(product, p, world) for p in durables
+        ):
+            problems.append(f"candidate {sku} does not go with a {goes_with} they bought")
+    return problems
+
+
+def delivery_problems(response: SubjectResponse) -> list[str]:
+    """Whether the answer delivered the ranked picks in the Ranker's order, lane by lane."""
+    structured = response.structured
+    if structured.get("withheld"):
+        return []
+    ranked = [(str(p["sku"]), str(p["lane"])) for p in structured.get("ranked") or ()]
+    delivered = [str(s) for s in structured.get("skus") or ()]
+    lane_of = dict(ranked)
+    problems = []
+    for lane in sorted(set(lane_of.values())):
+        want = [sku for sku, at in ranked if at == lane]
+        got = [sku for sku in delivered if lane_of.get(sku) == lane]
+        if got != want:
+            problems.append(f"the {lane} lane was ranked {want} and delivered {got}")
+    return problems
+
+
+# -- the budget edge ----------------------------------------------------------------------
+
+
+def budget_edge_request(request: ShopRequest, budget: Decimal) -> ShopRequest:
+    """``request`` with a budget stated first: the question itself (the last turn) is the same."""
+    return ShopRequest(request.persona_id, (f"My budget is CHF {budget}.", *request.user_turns))
+
+
+def _offered(response: SubjectResponse) -> list[str]:
+    return [str(s) for s in response.structured.get("skus") or ()]
+
+
+def _edge_is_clean(price: Decimal, world: World) -> bool:
+    """No product costs more than ``price`` and at most a cent more."""
+    return not any(
+        p.price_chf is not None and price < p.price_chf <= price + _CENT for p in world.catalogue
+    )
+
+
+# -- the observation ----------------------------------------------------------------------
+
+
+async def observe_delivery(services: ShopServices, world: World | None = None) -> dict[str, Any]:
+    """Run the workflow and the agent over the exploration customers; every oracle above."""
+    world = world or World.shipped()
+    violations: list[Violation] = []
+    rankings = edges = exercised = 0
+    requests = [ShopRequest.from_case_input(c.input) for c in exploration_cases()]
+    for request in requests:
+        model = _RecordingModel()
+        response = await ShopWorkflow(model, services).answer(request)
+        for payload, reply in model.rankings:
+            rankings += 1
+            violations += [Violation("ranking", p) for p in ranking_problems(payload, reply)]
+            violations += [
+                Violation("candidates", p) for p in candidate_problems(payload, request, world)
+            ]
+        violations += [Violation("delivery", p) for p in delivery_problems(response)]
+
+    async def workflow(request: ShopRequest) -> SubjectResponse:
+        return await ShopWorkflow(None, services).answer(request)
+
+    async def agent(request: ShopRequest) -> SubjectResponse:
+        return await ShopAgent(scripted.ScriptedShopModel(), services, traced=False).answer(request)
+
+    for name, answer in (("workflow", workflow), ("agent", agent)):
+        for request in requests:
+            if request.persona_id is None or latest_budget(request.user_turns) is not None:
+                continue
+            free = _offered(await answer(request))
+            priced = [world.catalogue.get(s) for s in free]
+            prices = [p.price_chf for p in priced if p is not None and p.price_chf is not None]
+            if not prices or not _edge_is_clean(max(prices), world):
+                continue
+            price = max(prices)
+            at = _offered(await answer(budget_edge_request(request, price)))
+            above = _offered(await answer(budget_edge_request(request, price + _CENT)))
+            edges += 1
+            exercised += any(
+                (p := world.catalogue.get(s)) is not None and p.price_chf == price for s in above
+            )
+            if at != above:
+                violations.append(
+                    Violation(
+                        "budget-edge",
+                        f"{name}, {request.persona_id}: a CHF {price} budget offers {at}, "
+                        f"CHF {price + _CENT} offers {above}",
+                    )
+                )
+    return {
+        "calls": rankings + edges,
+        "rankings": rankings,
+        "budget_edges": edges,
+        "budget_edges_at_price": exercised,
+        "violations": len(violations),
+        "rules": dict(Counter(v.rule for v in violations)),
+        "examples": [v.to_dict() for v in violations[:_EXAMPLES]],
+    }
