@@ -448,7 +448,9 @@ def test_every_python_example_of_the_pytest_page_runs_as_the_file_it_names(
 
     with FakeOpenAIServer(FakeReply.text("Hello Ada, CHF 20 it is.")) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        result = run(pytester, "-rs")
+        # A fresh interpreter: the page's file names (test_agent.py, ...) may already be
+        # imported modules of the suite running this test.
+        result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-rs")
         requests = server.request_count
 
     result.assert_outcomes(passed=3)
