@@ -155,6 +155,8 @@ def test_setup_panel_previews_then_runs_the_offline_suite_to_the_end(empty_board
     tab.goto(url + "?kind=offline")
     assert tab.locator("#runs tbody tr").count() == 1  # the finished run is on the index
     tab.locator("#runs tbody tr a").first.click()
+    # The click navigates; wait for the run page instead of racing its load.
+    tab.locator("caption", has_text="Gates").wait_for()
     assert tab.locator("caption", has_text="Gates").is_visible()
     assert tab.locator("caption", has_text="Reference comparisons").first.is_visible()
     tab.goto(url + "controls")
