@@ -24,6 +24,7 @@ __all__ = [
     "BoardError",
     "CheckView",
     "Gap",
+    "ToolTurn",
     "TrialView",
     "check_views",
     "load_benchmark_run",
@@ -140,6 +141,19 @@ class ObservationView:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolTurn:
+    """One tool call of the journal, with the result the subject recorded for it, if any."""
+
+    name: str
+    status: str
+    arguments: Mapping[str, Any]
+    summary: str
+    duration_ms: float | None
+    result: Any  # the tool's data, where the subject kept it (``structured.tool_outputs``)
+    has_result: bool
+
+
+@dataclass(frozen=True, slots=True)
 class TrialView:
     """One trial: what the subject answered and did, and what every check observed."""
 
@@ -154,6 +168,64 @@ class TrialView:
     usage: Mapping[str, Any] | None
     provenance: str
     observations: list[ObservationView]
+    customer_input: str | None = None
+    model_calls: list[Mapping[str, Any]] | None = None
+    structured: Mapping[str, Any] | None = None
+
+    @property
+    def answer_head(self) -> str:
+        """The part of the answer shown unfolded: all of it, or its first lines when long."""
+        return _fold(self.answer or "")[0]
+
+    @property
+    def answer_tail(self) -> str:
+        """The rest of a long answer, folded under the first lines (empty when short)."""
+        return _fold(self.answer or "")[1]
+
+    @property
+    def answer_bounded(self) -> bool:
+        """Whether the store kept only a bounded preview of a longer answer."""
+        return bool(self.answer_chars and self.answer and self.answer_chars > len(self.answer))
+
+    @property
+    def tool_turns(self) -> list[ToolTurn]:
+        """The tool journal as turns, each paired with its recorded result."""
+        outputs = (self.structured or {}).get("tool_outputs")
+        outputs = outputs if isinstance(outputs, list) else []
+        turns = []
+        for i, call in enumerate(self.tool_calls or ()):
+            output = outputs[i] if i < len(outputs) and isinstance(outputs[i], Mapping) else None
+            # Only an output of the same tool at the same place is this call's result.
+            paired = output is not None and output.get("name") == call.get("name")
+            arguments = call.get("arguments")
+            duration = call.get("duration_ms")
+            turns.append(
+                ToolTurn(
+                    name=str(call.get("name") or "?"),
+                    status=str(call.get("status") or "?"),
+                    arguments=arguments if isinstance(arguments, Mapping) else {},
+                    summary=str(call.get("result_summary") or ""),
+                    duration_ms=float(duration) if isinstance(duration, int | float) else None,
+                    result=output.get("data") if paired and output is not None else None,
+                    has_result=paired and output is not None and "data" in output,
+                )
+            )
+        return turns
+
+
+_FOLD_AT = 600  # characters shown before a long answer folds
+
+
+def _fold(text: str) -> tuple[str, str]:
+    if len(text) <= _FOLD_AT + 200:  # folding away a few lines only hides them
+        return text, ""
+    cut = text.rfind("\n", 0, _FOLD_AT)
+    cut = cut if cut > _FOLD_AT // 2 else _FOLD_AT
+    return text[:cut], text[cut:]
+
+
+# Where a subject may keep the customer's words in its structured output.
+_INPUT_FIELDS = ("query", "input", "user_message", "message", "question")
 
 
 def _observation_view(check_key: str, obs: Observation) -> ObservationView:
@@ -167,6 +239,12 @@ def trial_view(run: RunResult, case_id: str) -> TrialView:
         raise BoardError(f"run {run.run_id} has no case {case_id!r}")
     response = run.responses.get(case_id) or {}
     trace = response.get("trace") if isinstance(response.get("trace"), dict) else None
+    structured = response.get("structured")
+    structured = structured if isinstance(structured, dict) else {}
+    customer = next(
+        (v for k in _INPUT_FIELDS if isinstance(v := structured.get(k), str) and v.strip()), None
+    )
+    model_calls = response.get("model_calls")
     return TrialView(
         case_id=case_id,
         error=run.subject_errors.get(case_id),
@@ -183,4 +261,7 @@ def trial_view(run: RunResult, case_id: str) -> TrialView:
             for row in run.rows
             if row.case_id == case_id
         ],
+        customer_input=customer,
+        model_calls=model_calls if isinstance(model_calls, list) else None,
+        structured=structured,
     )
