@@ -23,6 +23,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def _expect(locator: Any) -> Any:
+    # Playwright's expect retries until its timeout; a bare is_visible() reads the page once.
+    return pytest.importorskip("playwright.sync_api").expect(locator)
+
+
 @contextlib.contextmanager
 def _browser(server: Any) -> Iterator[tuple[Any, str, list[str], list[str]]]:
     url = server.url
@@ -85,8 +90,9 @@ def test_open_a_run_then_a_trial_whose_answer_stays_text(page):
     tab, url, _, _ = page
     tab.goto(url + "?arm=good")
     tab.locator("#runs tbody tr", has_text="board-demo@1.0.0").locator("a").first.click()
-    assert tab.get_by_text("NOT DERIVABLE").first.is_visible()
-    assert tab.locator("caption", has_text="Checks").is_visible()
+    # The click navigates: assertions that wait, never a race with the page's load.
+    _expect(tab.get_by_text("NOT DERIVABLE").first).to_be_visible()
+    _expect(tab.locator("caption", has_text="Checks")).to_be_visible()
     tab.get_by_role("link", name="xss").click()
     answer = tab.locator("#answer")
     assert HOSTILE in answer.inner_text()
@@ -103,7 +109,7 @@ def test_compare_two_runs_from_the_index(page):
     tab.wait_for_url(re.compile(r"/compare\?a=.+&b=.+"))
     assert tab.locator('td[data-bucket="regressed"]').inner_text() == "2"
     assert tab.locator('td[data-bucket="unchanged"]').inner_text() == "1"
-    assert tab.get_by_text("sign test p 0.5").is_visible()
+    _expect(tab.get_by_text("sign test p 0.5")).to_be_visible()
 
 
 def test_follow_a_definition_to_its_trend(page):
@@ -112,7 +118,7 @@ def test_follow_a_definition_to_its_trend(page):
     tab.locator("#runs tbody tr td a[title='trend of this definition']").first.click()
     tab.wait_for_url(re.compile(r"/trends\?hash=sha256"))
     assert tab.locator("svg.chart polyline").count() == 2  # one per arm, never pooled
-    assert tab.get_by_text("[0.061, 0.792]").first.is_visible()  # Wilson 95% of 1/3
+    _expect(tab.get_by_text("[0.061, 0.792]").first).to_be_visible()  # Wilson 95% of 1/3
 
 
 def test_sign_off_a_finding_from_the_board(page, board_store: Path):
@@ -140,12 +146,12 @@ def test_setup_panel_previews_then_runs_the_offline_suite_to_the_end(empty_board
     assert tab.locator("#scenarios tbody tr").first.locator("td").nth(3).inner_text().strip()
     paid = tab.locator("#plans tr[data-paid=yes]").first
     tab.select_option("#plan", paid.get_attribute("data-plan"))
-    assert tab.locator("#paid-confirm").is_visible()
+    _expect(tab.locator("#paid-confirm")).to_be_visible()
     assert "paid" in tab.locator("#workload").inner_text()
     tab.select_option(
         "#plan", tab.locator("#plans tr[data-paid=no]").first.get_attribute("data-plan")
     )
-    assert not tab.locator("#paid-confirm").is_visible()
+    _expect(tab.locator("#paid-confirm")).to_be_hidden()
     tab.click("#start")
     tab.wait_for_url(re.compile(r"/job/\d+"))
     status = tab.locator("#job-status")
@@ -155,12 +161,10 @@ def test_setup_panel_previews_then_runs_the_offline_suite_to_the_end(empty_board
     tab.goto(url + "?kind=offline")
     assert tab.locator("#runs tbody tr").count() == 1  # the finished run is on the index
     tab.locator("#runs tbody tr a").first.click()
-    # The click navigates; wait for the run page instead of racing its load.
-    tab.locator("caption", has_text="Gates").wait_for()
-    assert tab.locator("caption", has_text="Gates").is_visible()
-    assert tab.locator("caption", has_text="Reference comparisons").first.is_visible()
+    _expect(tab.locator("caption", has_text="Gates")).to_be_visible()
+    _expect(tab.locator("caption", has_text="Reference comparisons").first).to_be_visible()
     tab.goto(url + "controls")
-    assert tab.locator("#controls tbody tr").count() == 43
+    _expect(tab.locator("#controls tbody tr")).to_have_count(43)
     scope = tab.locator("#controls thead th").nth(1).inner_text()
     target = tab.locator("#controls thead th").nth(2).inner_text()
     assert (scope, target) == ("scope", "target")
