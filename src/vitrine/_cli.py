@@ -556,12 +556,15 @@ def _dispatch(
     from vitrine._bench.executors import ExecutorError, ExecutorUnavailableError, open_executor
     from vitrine._plans.base import PlanOutcome, UsageError
     from vitrine._usercode import describe_user_exception
+    from vitrine.adapters._cache import paid_plan_scope
 
     try:
         # Every run the plan starts uses this executor; the runs are written here either way.
         with (
             _terminate_as_interrupt(),
             open_executor(executor or "local", ray_address=ray_address),
+            # A model-call cache inside a paid plan answers only when it was told it may.
+            paid_plan_scope(plan.name if plan.paid else None),
         ):
             # Typed as object: a user plan may break its contract, and that must not crash here.
             outcome: object = asyncio.run(plan.run(request))

@@ -22,13 +22,27 @@ from pathlib import Path
 from vitrine._outcomes import ExitCode
 from vitrine._plans.base import FunctionPlan, PlanKind, PlanOutcome, RepetitionRule, plan
 from vitrine._suite import ScenarioInfo, Suite
+from vitrine.adapters import ModelCallCache
+from vitrine.errors import UsageError
 
 REQUESTS = []
+CACHE_REFUSALS = []
+
+
+def _record_cache_refusal():
+    # A loopback request: only the plan's own paid scope can make the cache refuse it.
+    try:
+        ModelCallCache("cache").refuse_if_paid("http://127.0.0.1:9/v1/chat/completions")
+    except UsageError as exc:
+        CACHE_REFUSALS.append(str(exc))
+    else:
+        CACHE_REFUSALS.append(None)
 
 
 @plan("toy-offline", description="records the request and passes")
 async def toy_offline(request):
     REQUESTS.append(request)
+    _record_cache_refusal()
     return PlanOutcome(ExitCode.PASS, ["toy summary line"], [Path("runs") / "toy"])
 
 
@@ -68,6 +82,7 @@ async def toy_not_an_outcome(request):
 async def toy_live(request):
     """A paid plan that records its request."""
     REQUESTS.append(request)
+    _record_cache_refusal()
     return PlanOutcome(ExitCode.NOT_MEASURED, ["nothing measured"])
 
 
@@ -382,6 +397,14 @@ def test_a_plan_runs_and_its_summary_and_exit_code_come_back(toy, capsys):
     assert request.output == Path("somewhere")
     assert request.console is True
     assert request.mode == "suite"
+
+
+def test_a_model_call_cache_refuses_inside_a_paid_plan_only(toy, capsys):
+    run(["--suite", f"{toy}:SUITE", "--eval-plan", "toy-offline"], capsys)
+    run(["--suite", f"{toy}:SUITE", "--eval-plan", "toy-live", "--confirm-paid"], capsys)
+    offline, live = sys.modules[toy].CACHE_REFUSALS
+    assert offline is None
+    assert live is not None and "paid plan 'toy-live'" in live
 
 
 def test_the_attribute_defaults_to_SUITE(toy, capsys):
