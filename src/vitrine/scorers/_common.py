@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from vitrine._bench.model import (
     AdmittedCheck,
@@ -29,6 +29,7 @@ from vitrine._outcomes import Observation
 from vitrine.errors import ScorerError
 
 __all__ = [
+    "Expected",
     "MetadataField",
     "Missing",
     "admitted",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 E = TypeVar("E", bound=StrEnum)
+T = TypeVar("T")
 Scoring = Callable[[Case, SubjectResponse], Observation | Awaitable[Observation]]
 
 
@@ -86,6 +88,56 @@ def resolve(expected: Any, case: Case) -> Any:
             "was never written down, so nothing could be compared"
         )
     return case.metadata[expected.name]
+
+
+class Expected(Generic[T]):
+    """A scorer's expected value: given once and read when the scorer is built, or named by
+    :func:`metadata` and read from each case as it is scored.
+
+    ``read(given, where)`` turns what was given into the value the scorer compares against,
+    raising :class:`ScorerError` (with ``where`` in its message) when it cannot. A fixed
+    value that cannot be read is the caller's mistake and raises at once; a case whose field
+    is missing or unreadable is *not measured* for that case only.
+    """
+
+    __slots__ = ("_names_field", "_read", "_source")
+
+    def __init__(
+        self,
+        given: Any,
+        read: Callable[[Any, str], T],
+        argument: str,
+        *,
+        names_field: bool = False,
+    ) -> None:
+        self._read = read
+        self._names_field = names_field
+        # A fixed value is boxed, so that even a falsy one is told apart from a field.
+        self._source: MetadataField | tuple[T] = (
+            given if isinstance(given, MetadataField) else (read(given, argument),)
+        )
+
+    @property
+    def fixed(self) -> T | None:
+        """The value given once, read; None when it is read from each case."""
+        return None if isinstance(self._source, MetadataField) else self._source[0]
+
+    def for_case(self, case: Case) -> T | Observation:
+        """The value ``case`` is scored against, or the not-measured observation saying why
+        there is none."""
+        field = self._source
+        if not isinstance(field, MetadataField):
+            return field[0]
+        given = resolve(field, case)
+        if isinstance(given, Missing):
+            return Observation.not_measured(given.reason)
+        where = f"case {case.id!r} metadata"
+        if self._names_field:
+            where = f"{where} {field.name!r}"
+        try:
+            return self._read(given, where)
+        except ScorerError as exc:
+            return Observation.not_measured(str(exc))
 
 
 def choose(enum: type[E], value: E | str, argument: str) -> E:

@@ -22,7 +22,7 @@ from vitrine._floors import ChanceFloor
 from vitrine._outcomes import Observation
 from vitrine._redact import bound_text
 from vitrine.errors import ScorerError, ScorerUnavailableError
-from vitrine.scorers._common import MetadataField, Missing, admitted, choose, resolve
+from vitrine.scorers._common import Expected, MetadataField, admitted, choose
 
 __all__ = [
     "IncludeMode",
@@ -107,7 +107,7 @@ def includes(
     An empty phrase list or an empty phrase raises :class:`vitrine.errors.ScorerError` here.
     """
     include = choose(IncludeMode, mode, "mode")
-    fixed = None if isinstance(phrases, MetadataField) else _phrases(phrases, "phrases")
+    expectation = Expected(phrases, _phrases, "phrases")
 
     def fold(text: str) -> str:
         return text if case_sensitive else text.casefold()
@@ -115,15 +115,9 @@ def includes(
     def score(case: Case, response: SubjectResponse) -> Observation:
         if (absent := _absent(response)) is not None:
             return absent
-        wanted = fixed
-        if wanted is None:
-            given = resolve(phrases, case)
-            if isinstance(given, Missing):
-                return Observation.not_measured(given.reason)
-            try:
-                wanted = _phrases(given, f"case {case.id!r} metadata")
-            except ScorerError as exc:
-                return Observation.not_measured(str(exc))
+        wanted = expectation.for_case(case)
+        if isinstance(wanted, Observation):
+            return wanted
         text = fold(response.answer or "")
         found = [p for p in wanted if fold(p) in text]
         missing = [p for p in wanted if fold(p) not in text]
@@ -144,7 +138,7 @@ def includes(
         description=f"the answer contains {include.value} of the phrases",
         configuration={
             "scorer": "includes",
-            "phrases": phrases if fixed is None else list(fixed),
+            "phrases": phrases if expectation.fixed is None else list(expectation.fixed),
             "mode": include,
             "case_sensitive": case_sensitive,
         },
@@ -222,20 +216,14 @@ def regex(
     where = choose(RegexMode, mode, "mode")
     if isinstance(flags, bool) or not isinstance(flags, int):
         raise ScorerError(f"flags must be re flags (an int), got {flags!r}")
-    fixed = None if isinstance(pattern, MetadataField) else _compiled(pattern, flags, "pattern")
+    expectation = Expected(pattern, lambda given, at: _compiled(given, flags, at), "pattern")
 
     def score(case: Case, response: SubjectResponse) -> Observation:
         if (absent := _absent(response)) is not None:
             return absent
-        compiled = fixed
-        if compiled is None:
-            given = resolve(pattern, case)
-            if isinstance(given, Missing):
-                return Observation.not_measured(given.reason)
-            try:
-                compiled = _compiled(given, flags, f"case {case.id!r} metadata")
-            except ScorerError as exc:
-                return Observation.not_measured(str(exc))
+        compiled = expectation.for_case(case)
+        if isinstance(compiled, Observation):
+            return compiled
         found = getattr(compiled, where.value)(response.answer or "")
         evidence: dict[str, Any] = {
             "mode": where.value,
@@ -245,6 +233,7 @@ def regex(
             evidence["matched"] = bound_text(found.group(0), 200)
         return Observation.measured(float(found is not None), found is not None, evidence=evidence)
 
+    fixed = expectation.fixed
     return admitted(
         key=f"regex-{where.value}" if key is None else key,
         version=version,
@@ -337,7 +326,7 @@ def json_schema(
     """
     library = _jsonschema()
     read_from = choose(JsonSource, source, "source")
-    fixed = None if isinstance(schema, MetadataField) else _validator(library, schema, "schema")
+    expectation = Expected(schema, lambda given, at: _validator(library, given, at), "schema")
 
     def document(response: SubjectResponse) -> tuple[Any, Observation | None]:
         if read_from is JsonSource.STRUCTURED:
@@ -362,15 +351,9 @@ def json_schema(
             return None, failed
 
     def score(case: Case, response: SubjectResponse) -> Observation:
-        validator = fixed
-        if validator is None:
-            given = resolve(schema, case)
-            if isinstance(given, Missing):
-                return Observation.not_measured(given.reason)
-            try:
-                validator = _validator(library, given, f"case {case.id!r} metadata")
-            except ScorerError as exc:
-                return Observation.not_measured(str(exc))
+        validator = expectation.for_case(case)
+        if isinstance(validator, Observation):
+            return validator
         parsed, early = document(response)
         if early is not None:
             return early
@@ -479,20 +462,14 @@ def numeric(
     absolute = _tolerance(abs_tol, "abs_tol")
     relative = _tolerance(rel_tol, "rel_tol")
     which = choose(NumberPick, pick, "pick")
-    fixed = None if isinstance(expected, MetadataField) else _expected_number(expected, "expected")
+    expectation = Expected(expected, _expected_number, "expected")
 
     def score(case: Case, response: SubjectResponse) -> Observation:
         if (absent := _absent(response)) is not None:
             return absent
-        target = fixed
-        if target is None:
-            given = resolve(expected, case)
-            if isinstance(given, Missing):
-                return Observation.not_measured(given.reason)
-            try:
-                target = _expected_number(given, f"case {case.id!r} metadata")
-            except ScorerError as exc:
-                return Observation.not_measured(str(exc))
+        target = expectation.for_case(case)
+        if isinstance(target, Observation):
+            return target
         found = _numbers(response.answer or "")
         evidence: dict[str, Any] = {"expected": target, "numbers_found": len(found)}
         if not found:
@@ -514,7 +491,7 @@ def numeric(
         description="the number in the answer is within tolerance of the expected value",
         configuration={
             "scorer": "numeric",
-            "expected": expected if fixed is None else fixed,
+            "expected": expected if expectation.fixed is None else expectation.fixed,
             "abs_tol": absolute,
             "rel_tol": relative,
             "pick": which,

@@ -26,7 +26,7 @@ from vitrine._floors import ChanceFloor
 from vitrine._outcomes import Observation
 from vitrine._redact import sanitize_text
 from vitrine.errors import ScorerError
-from vitrine.scorers._common import MetadataField, Missing, admitted, choose, plain, resolve
+from vitrine.scorers._common import Expected, MetadataField, admitted, choose, plain
 
 __all__ = ["ArgumentMode", "TrajectoryMode", "trajectory_match"]
 
@@ -292,8 +292,7 @@ def trajectory_match(
     overrides = {
         str(tool): _override(str(tool), given) for tool, given in (argument_overrides or {}).items()
     }
-    fixed = None if isinstance(reference, MetadataField) else _reference(reference, "reference")
-    field_name = reference.name if isinstance(reference, MetadataField) else ""
+    expectation = Expected(reference, _reference, "reference", names_field=True)
     matcher = _Matcher(trajectory_mode, argument_mode, overrides)
 
     def score(case: Case, response: SubjectResponse) -> Observation:
@@ -302,15 +301,9 @@ def trajectory_match(
                 "the subject reported no tool journal (tool_calls is None), so its trajectory "
                 "was not observed; an empty journal would be ()"
             )
-        expected = fixed
-        if expected is None:
-            given = resolve(reference, case)
-            if isinstance(given, Missing):
-                return Observation.not_measured(given.reason)
-            try:
-                expected = _reference(given, f"case {case.id!r} metadata {field_name!r}")
-            except ScorerError as exc:
-                return Observation.not_measured(str(exc))
+        expected = expectation.for_case(case)
+        if isinstance(expected, Observation):
+            return expected
         made = tuple(_Call(c.name, plain(c.arguments)) for c in response.tool_calls)
         verdict = matcher.verdict(made, expected)
         evidence = {
@@ -323,6 +316,7 @@ def trajectory_match(
         }
         return Observation.measured(verdict.value, verdict.passed, evidence=evidence)
 
+    fixed = expectation.fixed
     return admitted(
         key=f"trajectory-{trajectory_mode.value}" if key is None else key,
         version=version,
