@@ -27,8 +27,8 @@ import contextvars
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -312,7 +312,12 @@ class _Exchange:
 
 
 class _Recorder:
-    """The logic both transports share; it never blocks on the network."""
+    """The logic both transports share; it never blocks on the network.
+
+    A transport asks :meth:`opened` what to do with a request, sends it inside
+    :meth:`sending` when it must, and hands the response to :meth:`watched`: only the send
+    itself (and the reading of the body) differs between the sync and the async transport.
+    """
 
     def __init__(
         self,
@@ -332,6 +337,50 @@ class _Recorder:
         self.provider = provider
         self.max_retries = max_retries
         self.record_tools = record_tools
+
+    # -- around the inner transport's send -------------------------------------------------
+
+    def opened(self, request: httpx2.Request) -> _Exchange | httpx2.Response | None:
+        """What to do with ``request``: None to pass it through untouched, the cache's answer
+        (already recorded), or the exchange to send and watch."""
+        exchange = self.begin(request)
+        if exchange is None:
+            return None
+        with self.sending(exchange):
+            hit = self.cached(exchange)
+        return exchange if hit is None else _from_cache(request, *hit)
+
+    def sending(self, exchange: _Exchange | None) -> AbstractContextManager[None]:
+        """Around a send: what it raises is recorded as the attempt's failure, then goes on to
+        the caller (nothing is recorded for a request passed through)."""
+        return nullcontext() if exchange is None else self._failing(exchange)
+
+    @contextmanager
+    def _failing(self, exchange: _Exchange) -> Iterator[None]:
+        try:
+            yield
+        except BaseException as exc:
+            self.raised(exchange, exc)
+            raise
+
+    def watched(
+        self,
+        exchange: _Exchange | None,
+        request: httpx2.Request,
+        response: httpx2.Response,
+        watch: Callable[[_Recorder, _Exchange, httpx2.Response], _SyncWatch | _AsyncWatch],
+    ) -> httpx2.Response:
+        """``response`` with its body watched by ``watch``, so the attempt is recorded once
+        the caller has read it (or closed it unread); a passed-through one as it came."""
+        if exchange is None:
+            return response
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=watch(self, exchange, response),
+            request=request,
+            extensions=response.extensions,
+        )
 
     # -- an attempt starts ------------------------------------------------------------------
 
@@ -583,6 +632,7 @@ class _Watch:
         self._status = response.status_code
         self._headers = response.headers
         self._chunks: list[bytes] = []
+        self._inner = response.stream
 
     def _ended(self, complete: bool) -> None:
         if self._exchange.finished:
@@ -599,10 +649,6 @@ class _Watch:
 
 
 class _SyncWatch(_Watch, httpx2.SyncByteStream):
-    def __init__(self, recorder: _Recorder, exchange: _Exchange, response: httpx2.Response) -> None:
-        super().__init__(recorder, exchange, response)
-        self._inner = response.stream
-
     def __iter__(self) -> Iterator[bytes]:
         assert isinstance(self._inner, httpx2.SyncByteStream)
         for chunk in self._inner:
@@ -619,10 +665,6 @@ class _SyncWatch(_Watch, httpx2.SyncByteStream):
 
 
 class _AsyncWatch(_Watch, httpx2.AsyncByteStream):
-    def __init__(self, recorder: _Recorder, exchange: _Exchange, response: httpx2.Response) -> None:
-        super().__init__(recorder, exchange, response)
-        self._inner = response.stream
-
     async def __aiter__(self) -> AsyncIterator[bytes]:
         assert isinstance(self._inner, httpx2.AsyncByteStream)
         async for chunk in self._inner:
@@ -675,25 +717,12 @@ class OpenAITransport(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` through ``inner``, or answer it from the cache; record it."""
-        recorder = self.recorder
-        exchange = recorder.begin(request)
-        if exchange is None:
-            return self.inner.handle_request(request)
-        try:
-            hit = recorder.cached(exchange)
-            if hit is not None:
-                return _from_cache(request, *hit)
+        exchange = self.recorder.opened(request)
+        if isinstance(exchange, httpx2.Response):
+            return exchange
+        with self.recorder.sending(exchange):
             response = self.inner.handle_request(request)
-        except BaseException as exc:
-            recorder.raised(exchange, exc)
-            raise
-        return httpx2.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=_SyncWatch(recorder, exchange, response),
-            request=request,
-            extensions=response.extensions,
-        )
+        return self.recorder.watched(exchange, request, response, _SyncWatch)
 
     def close(self) -> None:
         """Close the inner transport."""
@@ -724,25 +753,12 @@ class AsyncOpenAITransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` through ``inner``, or answer it from the cache; record it."""
-        recorder = self.recorder
-        exchange = recorder.begin(request)
-        if exchange is None:
-            return await self.inner.handle_async_request(request)
-        try:
-            hit = recorder.cached(exchange)
-            if hit is not None:
-                return _from_cache(request, *hit)
+        exchange = self.recorder.opened(request)
+        if isinstance(exchange, httpx2.Response):
+            return exchange
+        with self.recorder.sending(exchange):
             response = await self.inner.handle_async_request(request)
-        except BaseException as exc:
-            recorder.raised(exchange, exc)
-            raise
-        return httpx2.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=_AsyncWatch(recorder, exchange, response),
-            request=request,
-            extensions=response.extensions,
-        )
+        return self.recorder.watched(exchange, request, response, _AsyncWatch)
 
     async def aclose(self) -> None:
         """Close the inner transport."""
