@@ -30,7 +30,7 @@ from vitrine._bench.response import (
     ToolCallRecord,
     ToolCallStatus,
 )
-from vitrine._journal import current_journal
+from vitrine._journal import TrialJournal, current_journal
 from vitrine._redact import sanitize_text
 from vitrine.adapters._common import (
     answer_of,
@@ -39,6 +39,7 @@ from vitrine.adapters._common import (
     summary,
     tool_arguments,
 )
+from vitrine.adapters._tools import RequestedCall, ToolLedger
 from vitrine.errors import DefinitionError, WrongTypeError
 from vitrine.tracing import _semconv as sc
 from vitrine.tracing._spans import (
@@ -320,6 +321,22 @@ class _Watching(RunHooks[Any]):
         await self._inner.on_tool_end(*args)
 
 
+class _TracedTools(ToolLedger):
+    """A try's ledger while the SDK's trace records its tool calls.
+
+    An instrumented client would also read each call from the conversation and record it
+    again, always ``ok`` (a refused call included), with an ``execute_tool`` span of its own.
+    """
+
+    def requested(self, call: RequestedCall) -> None:
+        return None
+
+
+def _trace_records_tools(journal: TrialJournal) -> None:
+    # Nothing is ever pending in it, so it has nothing to record when the try ends either.
+    journal.adapter_state(ToolLedger, lambda: _TracedTools(journal))
+
+
 @dataclass(frozen=True)
 class _AgentsSubject:
     agent: Agent[Any]
@@ -342,6 +359,8 @@ class _AgentsSubject:
             options["context"] = self.context_of(case)
         journal = current_journal()
         transport_calls = len(journal.model_calls) if journal is not None else 0
+        if journal is not None:
+            _trace_records_tools(journal)
         run = _ROUTER.open(trace_id)
         try:
             with agent_span(self.agent.name):
