@@ -7,8 +7,12 @@ results folder; promptfoo: its local database). Per tool, in a subprocess of its
 
 - **per-sample cost**: the wall time of the evaluation call divided by the samples (for
   promptfoo, the command's wall time less its start-up);
-- **peak RSS**: ``ru_maxrss`` of that subprocess, read with ``os.wait4``;
-- **start-up**: the best of three ``python -c "import ..."`` (``promptfoo --version``);
+- **peak RSS**: ``ru_maxrss`` of that subprocess, read by a launcher as small as a bare
+  interpreter (``_measure.py``): read from here, the figure would include this script's own
+  image, which Linux carries into a child's ``ru_maxrss`` across ``exec``;
+- **start-up**: the best of three fresh interpreters running the imports the workload itself
+  needs (for vitrine ``from vitrine import evaluate, Arm, ...``; a bare ``import vitrine`` is
+  lazy and is printed beside it, labelled); ``promptfoo --version``;
 - **live throughput**: 500 samples against an OpenAI-compatible endpoint (in a process of
   its own) that answers after 200 ms, 50 connections, as a share of the ideal 250/s, timed
   over the whole evaluation call, the tool's set-up included; where the tool can call such
@@ -45,17 +49,33 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _measure import run_measured  # noqa: E402
 from live_concurrency import fake_endpoint  # noqa: E402
 
 LIVE_LATENCY_S = 0.2
 ANSWER = "GLX-0001 fits your budget."
 
+# What a script that evaluates with each tool imports first; its start-up is timed on these.
+VITRINE_IMPORT = (
+    "from vitrine import Arm, BenchmarkDefinition, Case, ChanceFloor, Observation, "
+    "SubjectResponse, admit, check, evaluate"
+)
+INSPECT_IMPORT = (
+    "from inspect_ai import Task, eval\n"
+    "from inspect_ai.dataset import Sample\n"
+    "from inspect_ai.scorer import exact"
+)
+DEEPEVAL_IMPORT = (
+    "from deepeval import evaluate\n"
+    "from deepeval.metrics import ExactMatchMetric\n"
+    "from deepeval.test_case import LLMTestCase"
+)
+
 # Each workload script prints one JSON object as its last line: {"wall_s", "correct"}.
-VITRINE_OFFLINE = """
-import sys, time, json
-import vitrine
-from vitrine import Arm, BenchmarkDefinition, Case, ChanceFloor, Observation, SubjectResponse
-from vitrine import admit, check
+VITRINE_OFFLINE = (
+    "import sys, time, json\n"
+    + VITRINE_IMPORT
+    + """
 samples, folder = int(sys.argv[1]), sys.argv[2]
 
 @check("exact-match")
@@ -70,17 +90,17 @@ cases = [Case(f"s{i}", {"target": f"answer {i}"}) for i in range(samples)]
 floor = ChanceFloor.not_derivable("a deterministic predicate")
 definition = BenchmarkDefinition("peers", "1", cases, [admit(exact, floor)])
 started = time.perf_counter()
-result = vitrine.evaluate(definition, Arm("instant", instant), store=folder)
+result = evaluate(definition, Arm("instant", instant), store=folder)
 wall = time.perf_counter() - started
 correct = sum(1 for run in result.runs for row in run.rows if row.observation.passed)
 print(json.dumps({"wall_s": wall, "correct": correct}))
 """
+)
 
-VITRINE_LIVE = """
-import sys, time, json
-import vitrine
-from vitrine import Arm, BenchmarkDefinition, Case, ChanceFloor, Observation, SubjectResponse
-from vitrine import admit, check
+VITRINE_LIVE = (
+    "import sys, time, json\n"
+    + VITRINE_IMPORT
+    + """
 from vitrine.providers._base import ChatMessage, ChatRequest
 from vitrine.providers._openai_compat import OpenAICompatibleModel
 samples, folder, base_url, connections = sys.argv[1:5]
@@ -103,20 +123,20 @@ async def subject(case):
 cases = [Case(f"s{i}", f"case {i}") for i in range(int(samples))]
 floor = ChanceFloor.not_derivable("a deterministic predicate")
 definition = BenchmarkDefinition("peers-live", "1", cases, [admit(exact, floor)])
-result = vitrine.evaluate(
+result = evaluate(
     definition, Arm("endpoint", subject), store=folder, concurrency=int(connections)
 )
 wall = time.perf_counter() - started
 correct = sum(1 for run in result.runs for row in run.rows if row.observation.passed)
 print(json.dumps({"wall_s": wall, "correct": correct}))
 """
+)
 
-INSPECT_OFFLINE = """
-import sys, time, json
-from inspect_ai import Task, eval
-from inspect_ai.dataset import Sample
+INSPECT_OFFLINE = (
+    "import sys, time, json\n"
+    + INSPECT_IMPORT
+    + """
 from inspect_ai.model import ModelOutput
-from inspect_ai.scorer import exact
 from inspect_ai.solver import solver
 samples, folder = int(sys.argv[1]), sys.argv[2]
 
@@ -135,12 +155,12 @@ wall = time.perf_counter() - started
 correct = sum(1 for s in log.samples if s.scores and s.scores["exact"].value == "C")
 print(json.dumps({"wall_s": wall, "correct": correct}))
 """
+)
 
-INSPECT_LIVE = """
-import sys, time, json
-from inspect_ai import Task, eval
-from inspect_ai.dataset import Sample
-from inspect_ai.scorer import exact
+INSPECT_LIVE = (
+    "import sys, time, json\n"
+    + INSPECT_IMPORT
+    + """
 from inspect_ai.solver import generate
 samples, folder, base_url, connections = sys.argv[1:5]
 dataset = [Sample(input=f"case {i}", target=sys.argv[5], id=i) for i in range(int(samples))]
@@ -156,13 +176,13 @@ wall = time.perf_counter() - started
 correct = sum(1 for s in log.samples if s.scores and s.scores["exact"].value == "C")
 print(json.dumps({"wall_s": wall, "correct": correct}))
 """
+)
 
-DEEPEVAL_OFFLINE = """
-import sys, time, json
-from deepeval import evaluate
+DEEPEVAL_OFFLINE = (
+    "import sys, time, json\n"
+    + DEEPEVAL_IMPORT
+    + """
 from deepeval.evaluate.configs import AsyncConfig, CacheConfig, DisplayConfig
-from deepeval.metrics import ExactMatchMetric
-from deepeval.test_case import LLMTestCase
 samples, folder = int(sys.argv[1]), sys.argv[2]
 
 def instant(text):
@@ -186,6 +206,7 @@ wall = time.perf_counter() - started
 correct = sum(1 for r in result.test_results if r.success)
 print(json.dumps({"wall_s": wall, "correct": correct}))
 """
+)
 
 
 @dataclass
@@ -196,28 +217,25 @@ class Figures:
     per_sample_ms: float | None = None
     peak_rss_mb: float | None = None
     startup_s: float | None = None
+    bare_startup_s: float | None = None
+    startup_import: str = ""
     live_share: float | None = None
     notes: list[str] = field(default_factory=list)
 
 
 def _run_measured(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[str, float, float]:
-    """Run ``command``: its stdout, wall seconds and peak RSS in MB, read from ``os.wait4``
-    (the child's own figure, which the RUSAGE_CHILDREN sum would mix with earlier children)."""
-    started = time.perf_counter()
+    """Run ``command``: its stdout, wall seconds and its own peak RSS in MB."""
     out_file = cwd / "stdout.txt"
     err_file = cwd / "stderr.txt"
     with out_file.open("w") as out, err_file.open("w") as err:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - started
-    if process.returncode != 0:
+        measured = run_measured(command, cwd=cwd, env=env, stdout=out, stderr=err)
+    if measured.returncode != 0:
         text = err_file.read_text() or out_file.read_text()
         tail = text.strip().splitlines()[-5:]
         raise RuntimeError(
-            f"{Path(command[0]).name} exited {process.returncode}: " + " | ".join(tail)
+            f"{Path(command[0]).name} exited {measured.returncode}: " + " | ".join(tail)
         )
-    return out_file.read_text(), wall, usage.ru_maxrss / 1024.0  # KiB on Linux
+    return out_file.read_text(), measured.wall_s, measured.peak_rss_mb
 
 
 def _result(stdout: str) -> dict[str, Any]:
@@ -358,19 +376,30 @@ def _promptfoo(
     return figures
 
 
+def _import_startup(
+    figures: Figures, python: str, module: str, imports: str, scratch: Path
+) -> None:
+    """Start-up as a user script pays it (the imports its workload needs), and the bare
+    ``import module`` beside it, which a package with lazy attributes makes look cheaper."""
+    figures.startup_import = imports.replace("\n", "; ")
+    env = _env(scratch)
+    figures.startup_s = _startup_s([python, "-c", imports], env, scratch)
+    figures.bare_startup_s = _startup_s([python, "-c", f"import {module}"], env, scratch)
+
+
 def _vitrine(samples: int, live_samples: int, connections: int, scratch: Path) -> Figures:
     figures = Figures("vitrine")
-    figures.startup_s = _startup_s([sys.executable, "-c", "import vitrine"], _env(scratch), scratch)
+    _import_startup(figures, sys.executable, "vitrine", VITRINE_IMPORT, scratch)
     _offline(figures, sys.executable, VITRINE_OFFLINE, samples, scratch)
     figures.live_share = _live(sys.executable, VITRINE_LIVE, live_samples, connections, scratch)
     return figures
 
 
 def _python_peer(
-    tool: str, module: str, python: str, script: str, samples: int, scratch: Path
+    tool: str, module: str, imports: str, python: str, script: str, samples: int, scratch: Path
 ) -> Figures:
     figures = Figures(tool)
-    figures.startup_s = _startup_s([python, "-c", f"import {module}"], _env(scratch), scratch)
+    _import_startup(figures, python, module, imports, scratch)
     _offline(figures, python, script, samples, scratch)
     return figures
 
@@ -408,6 +437,12 @@ def _print_table(rows: list[Figures], skipped: list[str]) -> None:
         "start-up);\nfor the live share of ideal throughput, above 1 means vitrine is faster."
     )
     for row in rows:
+        if row.bare_startup_s is not None:
+            print(
+                f"{row.tool} start-up: {row.startup_s:.3f} s for `{row.startup_import}` "
+                f"(the column above); bare `import` {row.bare_startup_s:.3f} s"
+            )
+    for row in rows:
         for note in row.notes:
             print(f"{row.tool}: {note}")
     for line in skipped:
@@ -439,8 +474,8 @@ def main() -> None:
 
         def inspect_ai() -> Figures:
             figures = _python_peer(
-                "Inspect AI", "inspect_ai", args.peers_python, INSPECT_OFFLINE, args.samples,
-                scratch("inspect"),
+                "Inspect AI", "inspect_ai", INSPECT_IMPORT, args.peers_python, INSPECT_OFFLINE,
+                args.samples, scratch("inspect"),
             )  # fmt: skip
             figures.live_share = _live(
                 args.peers_python, INSPECT_LIVE, args.live_samples, args.connections,
@@ -450,8 +485,8 @@ def main() -> None:
 
         def deepeval() -> Figures:
             figures = _python_peer(
-                "DeepEval", "deepeval", args.peers_python, DEEPEVAL_OFFLINE, args.samples,
-                scratch("deepeval"),
+                "DeepEval", "deepeval", DEEPEVAL_IMPORT, args.peers_python, DEEPEVAL_OFFLINE,
+                args.samples, scratch("deepeval"),
             )  # fmt: skip
             figures.notes.append("live throughput n/a: it scores outputs its caller produced")
             return figures
