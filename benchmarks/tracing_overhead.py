@@ -10,11 +10,12 @@ vitrine is imported to after the suite returns:
 It also times the no-op helper itself and multiplies by the number of spans the suite opens,
 which bounds what the instrumentation costs a run with tracing off.
 
-Run: python benchmarks/tracing_overhead.py
+Run: python benchmarks/tracing_overhead.py [--runs N] [--no-op-calls N] [--no-op-repeat N]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -80,7 +81,8 @@ def _run(mode: str, store: Path, url: str) -> dict[str, float]:
     if not lines:
         sys.stderr.write(done.stderr[-3000:])
         raise SystemExit(f"the {mode} run produced no result")
-    return json.loads(lines[0].removeprefix("RESULT "))
+    result: dict[str, float] = json.loads(lines[0].removeprefix("RESULT "))
+    return result
 
 
 def _spans_per_suite(url: str, store: Path) -> int:
@@ -101,7 +103,34 @@ def _spans_per_suite(url: str, store: Path) -> int:
     return int(found[0].split()[1]) if found else 0
 
 
+def _median_run(mode: str, root: Path, url: str, runs: int) -> dict[str, float]:
+    """The run of median wall time among ``runs`` fresh processes, each on a new store."""
+    done = sorted(
+        (_run(mode, root / f"{mode}-{i}", url) for i in range(runs)), key=lambda r: r["seconds"]
+    )
+    return done[len(done) // 2]
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--runs", type=int, default=1, help="suite runs per mode; the median is shown (default 1)"
+    )
+    parser.add_argument(
+        "--no-op-calls",
+        type=int,
+        default=100_000,
+        help="no-op span helper calls per timing (default 100000)",
+    )
+    parser.add_argument(
+        "--no-op-repeat",
+        type=int,
+        default=5,
+        help="timings of the no-op helper; the best is kept (default 5)",
+    )
+    args = parser.parse_args()
+    if min(args.runs, args.no_op_calls, args.no_op_repeat) < 1:
+        parser.error("--runs, --no-op-calls and --no-op-repeat must be positive")
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -109,7 +138,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="vitrine-tracing-bench-") as tmp:
         root = Path(tmp)
         for mode in _MODES:
-            results[mode] = _run(mode, root / mode, url)
+            results[mode] = _median_run(mode, root, url, args.runs)
         spans = _spans_per_suite(url + "/v1/traces", root / "count")
     server.shutdown()
 
@@ -119,15 +148,16 @@ def main() -> int:
             timeit.repeat(
                 "with agent_span('a'):\n    pass",
                 setup="from vitrine.tracing import agent_span",
-                number=100_000,
-                repeat=5,
+                number=args.no_op_calls,
+                repeat=args.no_op_repeat,
             )
         )
-        / 100_000
+        / args.no_op_calls
     )
 
     base = results["off"]["seconds"]
-    print(f"offline suite, one run per mode, {spans} spans per traced suite")
+    runs = "one run" if args.runs == 1 else f"median of {args.runs} runs"
+    print(f"offline suite, {runs} per mode, {spans} spans per traced suite")
     print(f"{'mode':<11} {'wall s':>8} {'ratio':>7} {'exit':>5} {'otel modules':>13}")
     for mode in _MODES:
         r = results[mode]
@@ -135,7 +165,10 @@ def main() -> int:
             f"{mode:<11} {r['seconds']:>8.3f} {r['seconds'] / base:>7.3f} "
             f"{int(r['code']):>5} {int(r['otel_modules']):>13}"
         )
-    print(f"exported to the loopback receiver: {_Receiver.spans_bytes} bytes of protobuf")
+    print(
+        f"exported to the loopback receiver: {_Receiver.spans_bytes} bytes of protobuf "
+        f"over {args.runs} exporting run(s)"
+    )
     no_op_total = per_call * spans
     print(
         f"no-op helper: {per_call * 1e9:.0f} ns per span; x {spans} spans = "
