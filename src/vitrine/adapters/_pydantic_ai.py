@@ -12,7 +12,8 @@ so concurrent trials never share one.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from vitrine._bench.response import (
     ToolCallRecord,
     ToolCallStatus,
 )
+from vitrine._bench.retry import is_transient_sdk_error
 from vitrine._journal import current_journal
 from vitrine.adapters._common import (
     answer_of,
@@ -45,6 +47,7 @@ try:
         ToolDenied,
     )
     from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelAPIError
     from pydantic_ai.messages import (
         ModelMessage,
         ModelResponse,
@@ -113,15 +116,23 @@ class _Watching(AbstractCapability[Any]):
         self, ctx: Any, *, call: ToolCallPart, tool_def: Any, args: Any, handler: Any
     ) -> Any:
         started = time.perf_counter()
+        paused: ApprovalRequired | CallDeferred | None = None
         with tool_span(call.tool_name, call.tool_call_id, call.args_as_json_str()) as span:
             try:
                 result = await handler(args)
+            except (ApprovalRequired, CallDeferred) as exc:
+                # The tool declined to run as asked; the approval, if any, runs it again later.
+                record_tool_result(span, ToolCallStatus.REFUSED.value)
+                paused = exc
             except BaseException:
                 record_tool_result(span, ToolCallStatus.ERROR.value)
                 raise
+            else:
+                record_tool_result(span, ToolCallStatus.OK.value, lambda: summary(result))
             finally:
                 self._timings.tools_ms[call.tool_call_id] = (time.perf_counter() - started) * 1e3
-            record_tool_result(span, ToolCallStatus.OK.value, lambda: summary(result))
+        if paused is not None:
+            raise paused  # outside the span, which would otherwise end as a failure
         return result
 
 
@@ -191,6 +202,23 @@ def _usage_of(messages: Sequence[ModelMessage]) -> TokenUsage | None:
     )
 
 
+@contextmanager
+def _sdk_faults_as_raised() -> Iterator[None]:
+    """Re-raise the SDK's own error for a transient fault pydantic-ai wrapped in its own type.
+
+    pydantic-ai turns the OpenAI SDK's 500 into ``ModelServerError`` (a connection failure into
+    ``ModelConnectionError``), which no retry policy knows; the SDK error it came from is what
+    says the fault is transient, so the trial's retry policy sees that one.
+    """
+    try:
+        yield
+    except ModelAPIError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, Exception) and is_transient_sdk_error(cause):
+            raise cause from None
+        raise
+
+
 @dataclass(frozen=True)
 class _PydanticAISubject:
     agent: Agent[Any, Any]
@@ -207,7 +235,7 @@ class _PydanticAISubject:
         journal = current_journal()
         before = len(journal.model_calls) if journal is not None else 0
         messages: list[ModelMessage] = []
-        with agent_span(self.agent.name or "agent"):
+        with agent_span(self.agent.name or "agent"), _sdk_faults_as_raised():
             result = await self.agent.run(self.input_of(case), **options)
             messages.extend(result.new_messages())
             while isinstance(result.output, DeferredToolRequests):
