@@ -291,6 +291,29 @@ def test_each_trial_is_traced_as_invoke_agent_over_chat_and_execute_tool(
     assert {s.attributes["gen_ai.response.model"] for s in chats} == {"bank-model"}
 
 
+def test_an_instrumented_client_adds_no_second_tool_span_beside_the_adapter_s(
+    bank: dict[str, ModuleType], spans: Callable[[], Sequence[Any]]
+) -> None:
+    """The client reads each tool call from the conversation too; the run's messages already
+    recorded it, so the refused transfer is one span, not a second one marked ok."""
+    with FakeOpenAIServer(_bank_model(bank)) as server:
+        subject = _careful(bank, instrument_openai(_client(server)))
+        cases = [Case("big", "Transfer 2500 from ACC-1 to ACC-9")]
+        result = vitrine.Evaluation("spans", cases, [_never_asked], {"careful": subject}).run()
+    assert result.runs.runs[0].unmeasured_trials == 0
+    tools = [
+        (s.name, s.attributes.get("vitrine.tool.status"))
+        for s in spans()
+        if s.name.startswith("execute_tool")
+    ]
+    assert tools == [("execute_tool get_balance", "ok"), ("execute_tool transfer", "refused")]
+    calls = result.runs.runs[0].responses["big"]["tool_calls"]
+    assert [(c["name"], c["status"]) for c in calls] == [
+        ("get_balance", "ok"),
+        ("transfer", "refused"),
+    ]
+
+
 def test_a_planted_adapter_bug_that_drops_arguments_turns_the_check_red(
     bank: dict[str, ModuleType], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,7 +26,7 @@ from vitrine._bench.response import (
     ToolCallStatus,
 )
 from vitrine._bench.retry import is_transient_sdk_error
-from vitrine._journal import current_journal
+from vitrine._journal import TrialJournal, current_journal
 from vitrine.adapters._common import (
     answer_of,
     default_input,
@@ -34,6 +34,7 @@ from vitrine.adapters._common import (
     summary,
     tool_arguments,
 )
+from vitrine.adapters._tools import RequestedCall, ToolLedger
 from vitrine.errors import DefinitionError, WrongTypeError
 from vitrine.tracing import _semconv as sc
 from vitrine.tracing._spans import agent_span, model_call, record_tool_result, tool_span
@@ -219,6 +220,20 @@ def _sdk_faults_as_raised() -> Iterator[None]:
         raise
 
 
+class _ToolsFromMessages(ToolLedger):
+    """A try's ledger while the run's messages give its tool calls: an instrumented client,
+    reading each call from the conversation as well, would add it again as ``ok`` (a refused
+    transfer too) with an ``execute_tool`` span of its own."""
+
+    def requested(self, call: RequestedCall) -> None:
+        del call  # never pending, so nothing is left to record when the try ends
+
+
+def _messages_record_tools(journal: TrialJournal | None) -> None:
+    if journal is not None:
+        journal.adapter_state(ToolLedger, lambda: _ToolsFromMessages(journal))
+
+
 @dataclass(frozen=True)
 class _PydanticAISubject:
     agent: Agent[Any, Any]
@@ -234,6 +249,7 @@ class _PydanticAISubject:
             options["deps"] = self.deps_of(case)
         journal = current_journal()
         before = len(journal.model_calls) if journal is not None else 0
+        _messages_record_tools(journal)
         messages: list[ModelMessage] = []
         with agent_span(self.agent.name or "agent"), _sdk_faults_as_raised():
             result = await self.agent.run(self.input_of(case), **options)
