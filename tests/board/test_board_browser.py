@@ -118,7 +118,13 @@ def test_follow_a_definition_to_its_trend(page):
     tab.locator("#runs tbody tr td a[title='trend of this definition']").first.click()
     tab.wait_for_url(re.compile(r"/trends\?hash=sha256"))
     assert tab.locator("svg.chart polyline").count() == 2  # one per arm, never pooled
-    _expect(tab.get_by_text("[0.061, 0.792]").first).to_be_visible()  # Wilson 95% of 1/3
+    _expect(tab.locator("table.points").get_by_text("[0.061, 0.792]").first).to_be_visible()
+    chart = tab.locator("svg.chart").first
+    assert chart.locator("line.axis").count() == 2  # a y axis with ticks and an x axis
+    assert chart.locator("text", has_text="0.50").count() == 1
+    point = chart.locator("a").first  # every point links to its run
+    assert "/run/benchmark/" in (point.get_attribute("href") or "")
+    assert "[0.061, 0.792]" in " ".join(chart.locator("title").all_text_contents())
 
 
 def test_sign_off_a_finding_from_the_board(page, board_store: Path):

@@ -77,3 +77,31 @@ def test_report_page_renders_offline_and_runs_no_injected_script(tmp_path):
     assert dialogs == []
     assert [url for url in requests if not url.startswith("file:")] == []
     assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_a_passing_report_fits_a_few_screens_and_unfolds_to_its_charts(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    report = _fixtures().sample_report()
+    assert report.controls is not None
+    caught = [row.model_copy(update={"caught": True}) for row in report.controls.rows]
+    controls = report.controls.model_copy(update={"caught": len(caught), "rows": caught})
+    passing = report.model_copy(update={"exit_code": 0, "controls": controls})
+    page_file = tmp_path / "passing.html"
+    page_file.write_text(render_html(passing), encoding="utf-8")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(page_file.as_uri())
+            height = page.evaluate("document.body.scrollHeight")
+            assert height <= 4 * 900, f"a passing report is {height} px tall"
+            chart = page.locator("article.bench svg.chart").first
+            sync_api.expect(chart).to_be_hidden()
+            page.locator("details.bench-detail > summary").first.click()
+            sync_api.expect(chart).to_be_visible()
+            page.locator("#controls ~ details > summary").click()
+            sync_api.expect(page.locator("table.controls")).to_be_visible()
+        finally:
+            browser.close()

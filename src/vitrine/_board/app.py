@@ -25,6 +25,7 @@ from vitrine._board.render import FAVICON, render, static_file
 from vitrine._board.runs import (
     BoardError,
     check_views,
+    checks_chart,
     load_benchmark_run,
     read_document,
     trial_view,
@@ -270,7 +271,8 @@ class Board:
             "benchmark.html.j2",
             header=header,
             run=run,
-            checks=check_views(run),
+            checks=(views := check_views(run)),
+            checks_chart=checks_chart(views),
             siblings=siblings,
             trace_ids=[str(t) for t in manifest.get("run", {}).get("trace_ids", [])],
         )

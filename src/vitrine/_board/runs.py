@@ -7,15 +7,18 @@ same code every report uses; the board computes no statistic of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from markupsafe import Markup
 
 from vitrine._bench.results import RunResult
 from vitrine._bench.score import CheckScore, FloorComparisonError, RepCollapse
 from vitrine._outcomes import MeasurementState, Observation
 from vitrine.errors import BoardError
+from vitrine.reports._charts import IntervalRow, interval_chart
 from vitrine.store._errors import RunStoreError
 from vitrine.store._files import read_json
 from vitrine.store._reader import load_run
@@ -27,6 +30,7 @@ __all__ = [
     "ToolTurn",
     "TrialView",
     "check_views",
+    "checks_chart",
     "load_benchmark_run",
     "read_document",
     "trial_view",
@@ -80,6 +84,7 @@ class CheckView:
     mean_value: float | None
     wilson: tuple[float, float] | None
     floor_display: str
+    floor_value: float | None
     floor_reason: str | None
     floor_p: float | None
     min_p: float | None
@@ -114,6 +119,7 @@ def check_views(run: RunResult) -> list[CheckView]:
                 if score.interval is None
                 else (score.interval.lower, score.interval.upper),
                 floor_display=info.floor.describe(),
+                floor_value=info.floor.rate,  # None for a not-derivable floor
                 floor_reason=info.floor.reason,
                 floor_p=floor_p,
                 min_p=min_p,
@@ -127,6 +133,24 @@ def check_views(run: RunResult) -> list[CheckView]:
             )
         )
     return views
+
+
+def checks_chart(checks: Sequence[CheckView]) -> Markup:
+    """The run's pass rates with their Wilson intervals and floors, as one interval plot."""
+    return interval_chart(
+        [
+            IntervalRow(
+                label=c.key,
+                estimate=c.successes / c.measured if c.measured else None,
+                lower=None if c.wilson is None else c.wilson[0],
+                upper=None if c.wilson is None else c.wilson[1],
+                marker=c.floor_value,
+                note=f"{c.successes}/{c.measured}" if c.measured else "",
+            )
+            for c in checks
+        ],
+        "Pass rate per check with its Wilson 95% interval; a dashed tick is the chance floor.",
+    )
 
 
 @dataclass(frozen=True, slots=True)

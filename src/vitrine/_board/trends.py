@@ -7,11 +7,15 @@ counts. A run with nothing measured for a check is a gap in its line, never a ze
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from markupsafe import Markup
+
 from vitrine._board.catalog import RunHeader
 from vitrine._stats import wilson_interval
+from vitrine.reports._charts import TrendMark, trend_chart
 from vitrine.store._files import read_json
 
 __all__ = ["MAX_POINTS", "TrendPoint", "TrendSeries", "trends_for"]
@@ -40,21 +44,19 @@ class TrendSeries:
     arm: str
     points: tuple[TrendPoint, ...]
 
-    def polyline(self, width: int, height: int) -> tuple[str, str]:
-        """SVG points of the rate line and of the band polygon (measured points only)."""
-        measured = [(i, p) for i, p in enumerate(self.points) if p.rate is not None]
-        count = max(1, len(self.points) - 1)
-
-        def x(i: int) -> float:
-            return round(8 + (width - 16) * i / count, 1)
-
-        def y(v: float) -> float:
-            return round(height - 8 - (height - 16) * v, 1)
-
-        line = " ".join(f"{x(i)},{y(p.rate or 0.0)}" for i, p in measured)
-        upper = [f"{x(i)},{y(p.upper or 0.0)}" for i, p in measured]
-        lower = [f"{x(i)},{y(p.lower or 0.0)}" for i, p in reversed(measured)]
-        return line, " ".join(upper + lower)
+    def chart(self, href: Callable[[str], str]) -> Markup:
+        """The series as an SVG trend: axes, band, line, and a linked point per run."""
+        marks = [
+            TrendMark(
+                label=f"{p.run_id} ({p.timestamp[:19]}): {p.successes}/{p.measured}",
+                estimate=p.rate,
+                lower=p.lower,
+                upper=p.upper,
+                href=href("/run/benchmark/" + p.run_id),
+            )
+            for p in self.points
+        ]
+        return trend_chart(marks, f"pass rate of {self.check_key}, arm {self.arm}, run by run")
 
 
 def trends_for(root: Path, headers: list[RunHeader], definition_hash: str) -> list[TrendSeries]:

@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import groupby
 
+from markupsafe import Markup
+
 from vitrine.reports import _formatting as fmt
+from vitrine.reports._charts import DifferenceRow, IntervalRow, difference_chart, interval_chart
 from vitrine.reports._model import BenchmarkSection, CheckFacts, SuiteReport, TimelineEntry
 from vitrine.reports._templates import environment
 
@@ -56,6 +59,42 @@ class _BenchView:
     def note_number(self, check: CheckFacts) -> int | None:
         reason = check.floor.reason
         return None if not reason else self.floor_notes.index(reason) + 1
+
+    def check_chart(self) -> Markup:
+        rows = [
+            IntervalRow(
+                label=f"{c.arm_id} · {c.check_key}",
+                estimate=c.successes / c.measured if c.measured else None,
+                lower=c.wilson_lower,
+                upper=c.wilson_upper,
+                marker=c.floor.value,
+                marker_label=f"floor ({c.floor.kind})",
+                note=f"{c.successes}/{c.measured}" if c.measured else "",
+            )
+            for c in self.bench.checks
+        ]
+        return interval_chart(
+            rows,
+            "Pass rate per arm and check with its Wilson 95% interval; a dashed tick is the "
+            "check's chance floor where one is derivable.",
+        )
+
+    def comparison_chart(self) -> Markup:
+        rows = [
+            DifferenceRow(
+                label=f"{c.check_key}: {c.challenger_arm} vs {c.reference_arm}",
+                estimate=None if c.effect is None else c.effect.estimate,
+                lower=None if c.effect is None else c.effect.lower,
+                upper=None if c.effect is None else c.effect.upper,
+                note=f"p {fmt.format_p(c.p_value)}",
+            )
+            for c in self.bench.comparisons
+        ]
+        return difference_chart(
+            rows,
+            "Challenger minus reference pass rate over the paired cases, Newcombe 95% "
+            "interval: right of zero the challenger passed more often.",
+        )
 
 
 def _bench_view(bench: BenchmarkSection) -> _BenchView:
