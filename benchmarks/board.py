@@ -5,13 +5,17 @@ Run: python benchmarks/board.py [--runs N] [--repeat N]
 One real run is written by the runner; it is then cloned N times with new run ids, each clone
 re-sealed with the store's own content hasher and listed in the run index, so every clone loads
 and verifies exactly like a run the runner wrote (the clone is only how 10,000 of them are made
-in seconds). The board is started as ``vitrine board`` in its own process; timings are taken by
-an HTTP client, and the memory is that process's resident set.
+in seconds). The clones share their rows and traces files as hard links; where the filesystem's
+limit on links to one file is reached (about 65,000 on ext4), the next clone gets a copy, which
+later clones link to, so any number of runs can be made, as disk space allows (about 10 KB a
+run). The board is started as ``vitrine board`` in its own process; timings are taken by an HTTP
+client, and the memory is that process's resident set.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import shutil
@@ -42,18 +46,18 @@ from vitrine.store._rows import row_layout
 
 
 @check("non-empty")
-def non_empty(case, response):
+def non_empty(case: Case, response: SubjectResponse) -> Observation:
     ok = bool(response.answer)
     return Observation.measured(ok, passed=ok)
 
 
 @check("mentions-input")
-def mentions_input(case, response):
+def mentions_input(case: Case, response: SubjectResponse) -> Observation:
     ok = case.input in (response.answer or "")
     return Observation.measured(ok, passed=ok)
 
 
-async def echo(case):
+async def echo(case: Case) -> SubjectResponse:
     return SubjectResponse(answer=f"you said {case.input}")
 
 
@@ -71,7 +75,27 @@ def _template(root: Path) -> Path:
     return Path(result.runs[0].run_dir or "")
 
 
-def _clone(template: Path, root: Path, count: int) -> None:
+class _Linker:
+    """Hard-links ``target`` to ``source``, or to the latest copy of it once ``source`` has as
+    many links as the filesystem allows (``EMLINK``); the copy is what later links share."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.copies = 0
+
+    def link(self, target: Path) -> None:
+        try:
+            os.link(self.source, target)
+        except OSError as exc:
+            if exc.errno != errno.EMLINK:
+                raise
+            shutil.copyfile(self.source, target)
+            self.source = target
+            self.copies += 1
+
+
+def _clone(template: Path, root: Path, count: int) -> int:
+    """Write ``count`` sealed clones of ``template``; the number of files copied (not linked)."""
     paths = RunPaths(template)
     manifest = read_json(paths.manifest)
     summary = read_json(paths.summary)
@@ -79,6 +103,7 @@ def _clone(template: Path, root: Path, count: int) -> None:
         paths, manifest, row_layout(paths, int(manifest["schema_version"])), strict=True
     )
     index_lines = []
+    rows, traces = _Linker(paths.rows), _Linker(paths.traces)
     arms = ("echo", "echo-b", "echo-c", "echo-d")
     for i in range(count):
         run_id = f"2026-{1 + i // 2600 % 12:02d}-{1 + i // 100 % 26:02d}_00-00-00_{i:08d}"
@@ -91,8 +116,8 @@ def _clone(template: Path, root: Path, count: int) -> None:
         clone["content_hash"] = contents.hasher.digest(clone, clone_summary)
         target = root / "runs" / run_id
         (target / "traces").mkdir(parents=True)
-        os.link(paths.rows, target / "rows.jsonl")
-        os.link(paths.traces, target / "traces" / "trials.jsonl")
+        rows.link(target / "rows.jsonl")
+        traces.link(target / "traces" / "trials.jsonl")
         (target / "manifest.json").write_bytes(encode_json(clone))
         (target / "summary.json").write_bytes(encode_json(clone_summary))
         index_lines.append(
@@ -117,6 +142,7 @@ def _clone(template: Path, root: Path, count: int) -> None:
         )
     shutil.rmtree(template)
     index_path(root).write_bytes(b"".join(index_lines))
+    return rows.copies + traces.copies
 
 
 def _reports(root: Path, count: int) -> None:
@@ -154,18 +180,25 @@ def _rss_mb(pid: int) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=10_000,
+        help="sealed runs in the store (default 10000); any number, as disk space allows "
+        "(about 10 KB a run); 100000 takes minutes to generate",
+    )
     parser.add_argument("--reports", type=int, default=500, help="suite report directories")
     parser.add_argument("--repeat", type=int, default=5, help="warm requests per measurement")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="vitrine-board-bench-") as tmp:
         root = Path(tmp)
         started = time.perf_counter()
-        _clone(_template(root), root, args.runs)
+        copies = _clone(_template(root), root, args.runs)
         _reports(root, args.reports)
         print(
             f"store: {args.runs:,} sealed runs and {args.reports} suite reports generated in "
-            f"{time.perf_counter() - started:.1f} s"
+            f"{time.perf_counter() - started:.1f} s ({copies} shared files copied at the "
+            "filesystem's hard-link limit)"
         )
         launched = time.perf_counter()
         board = subprocess.Popen(
