@@ -157,6 +157,23 @@ def test_faults_the_client_does_not_retry_are_retried_as_trials_by_default(
     assert result.exit_code == 0
 
 
+@pytest.mark.parametrize(
+    ("reply", "raised"),
+    [
+        (FakeReply.dropped(), "openai.APIConnectionError"),
+        (FakeReply.error(429, "slow down"), "openai.RateLimitError"),
+        (FakeReply.error(400, "bad request"), "pydantic_ai.exceptions.ModelRequestRejectedError"),
+    ],
+)
+def test_a_transient_fault_surfaces_as_the_sdk_s_error_and_any_other_as_pydantic_ai_s(
+    reply: FakeReply, raised: str
+) -> None:
+    with FakeOpenAIServer(reply) as server, pytest.raises(Exception) as caught:
+        asyncio.run(pydantic_ai_subject(_ops(_client(server, max_retries=0)))(Case("c", "hi")))
+    kind = type(caught.value)
+    assert f"{kind.__module__.split('._')[0]}.{kind.__name__}" == raised
+
+
 def test_concurrent_trials_keep_their_own_calls(bank: dict[str, ModuleType]) -> None:
     cases = bank["bank_evals"].CASES
     model = _bank_model(bank)
