@@ -651,6 +651,9 @@ def _list_plans(suite: Suite, out: TextIO) -> None:
             tags.append("paid, needs --confirm-paid")
         tags.append(f"repetitions {plan.repetitions.describe()}")
         tags.append("--scenario" if plan.accepts_scenario else "no --scenario")
+        terminal = getattr(plan, "terminal", None)  # a Plan of the user's own may not say
+        if terminal is not None and terminal.value != "absence-not-measured":
+            tags.append(terminal.description)
         out.write(f"  {name:<{width}}  {'; '.join(tags)}\n")
         if plan.description:
             out.write(f"  {'':<{width}}  {plan.description}\n")

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         PlanKind as PlanKind,
         RepetitionRule as RepetitionRule,
     )
+    from vitrine._plans.terminal import TerminalRule as TerminalRule
     from vitrine._plans.workload import (
         PowerStatement as PowerStatement,
         WorkloadPreview as WorkloadPreview,

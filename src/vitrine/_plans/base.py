@@ -17,6 +17,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from vitrine._budget import Price, SpendCeiling
 from vitrine._outcomes import ExitCode
+from vitrine._plans.terminal import TerminalRule
 from vitrine._suite_flags import NO_MODE
 from vitrine.errors import InvalidArgumentError, PlanUnavailableError, UsageError
 from vitrine.store._naming import resolve_root
@@ -252,6 +253,7 @@ class FunctionPlan:
     paid: bool = False
     unavailable_reason: str = ""
     workload: Callable[[tuple[str, ...], int], Sequence[str]] | None = None
+    terminal: TerminalRule = TerminalRule.ABSENCE_NOT_MEASURED
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip() or self.name != self.name.strip():
@@ -288,6 +290,7 @@ def plan(
     accepts_scenario: bool = False,
     scenario_refusal: str = "",
     paid: bool = False,
+    terminal: TerminalRule = TerminalRule.ABSENCE_NOT_MEASURED,
 ) -> Callable[[PlanFunction], FunctionPlan]:
     """Decorator: turn ``async def fn(request) -> PlanOutcome`` into a :class:`Plan`.
 
@@ -295,6 +298,8 @@ def plan(
     ``n`` runs ``n`` by default and accepts ``--repetitions 1`` to ``max(n, 100)``; a
     :class:`RepetitionRule` states any other bounds and their reason. A plan that states none
     runs exactly one repetition, and a ``--repetitions`` refusal says how to change that.
+    ``terminal`` says what a session with some planned trials missing concludes
+    (:class:`~vitrine.live.TerminalRule`; the plan applies it with ``TerminalRule.decide``).
     """
     rule = _repetition_rule(name, repetitions)
 
@@ -308,6 +313,7 @@ def plan(
             accepts_scenario=accepts_scenario,
             scenario_refusal=scenario_refusal,
             paid=paid,
+            terminal=terminal,
         )
 
     return wrap

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from vitrine import PlanOutcome, PlanRequest, Suite
-from vitrine.live import FunctionPlan, PlanKind, RepetitionRule
+from vitrine.live import FunctionPlan, PlanKind, RepetitionRule, TerminalRule
 from vitrine.pipeline import LazyScenarios, Mode, ScenarioInfo, ServiceFlag
 
 __all__ = [
@@ -92,6 +92,8 @@ def _live(name: str, description: str, repetitions: RepetitionRule) -> FunctionP
         accepts_scenario=True,
         paid=True,
         workload=workload,
+        # Their statistic is defined over the whole planned design: part of it is no result.
+        terminal=TerminalRule.PARTIAL_ABSENCE_INCOMPLETE,
     )
 
 

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from vitrine import ExitCode, PlanOutcome, PlanRequest, UsageError
-from vitrine.checks import decide
 from vitrine.judge import (
     DEFAULT_JUDGE_MAX_OUTPUT_TOKENS,
     Judge,
@@ -42,6 +41,7 @@ from vitrine.live import (
     SpendCeiling,
     SpendMeter,
     SuiteNode,
+    TerminalRule,
     Timeline,
     WorkloadPreview,
     new_session_id,
@@ -88,6 +88,7 @@ from vitrine_shop.evals.live.subjects import (
     live_agent_arm,
     live_workflow_arm,
 )
+from vitrine_shop.evals.suite import SUITE
 from vitrine_shop.scenarios import load_scenarios
 
 __all__ = [
@@ -359,7 +360,7 @@ async def _execute(
     if whole is not None:
         session.document["whole_trial"] = whole
     session.document["usage"] = _usage_totals(session.document["trials"])
-    code, reason = _verdict(facts_only, whole)
+    code, reason = _verdict(session.spec.name, facts_only, whole)
     curtailed = sum(row.get("curtailed", 0) for row in whole or ())
     if curtailed:
         reason = (
@@ -776,31 +777,15 @@ def _whole_trial(trials: Sequence[TrialFacts], planned: int) -> list[dict[str, A
 
 
 def _verdict(
-    trials: Sequence[TrialFacts], whole: Sequence[Mapping[str, Any]] | None
+    plan: str, trials: Sequence[TrialFacts], whole: Sequence[Mapping[str, Any]] | None
 ) -> tuple[ExitCode, str]:
     measured = [t for t in trials if t.measured]
-    causes: list[tuple[ExitCode, str]] = []
-    if not measured:
-        causes.append(
-            (ExitCode.NOT_MEASURED, f"none of {len(trials)} trials was measured: no estimate")
-        )
-    elif len(measured) < len(trials):
-        missing = sorted({f"{t.arm}/{t.scenario}" for t in trials if not t.measured})
-        causes.append(
-            (
-                ExitCode.INFRASTRUCTURE,
-                f"incomplete session: {len(measured)} of {len(trials)} trials measured "
-                f"(missing: {', '.join(missing)})",
-            )
-        )
-    elif whole is not None:
+    failure: str | None = None
+    if whole is not None:
         failed = [f"{w['arm']}/{w['scenario']}" for w in whole if w["decision"] != "pass"]
         if failed:
-            causes.append(
-                (
-                    ExitCode.MEASURED_FAILURE,
-                    f"Wilson 95% lower bound below {WHOLE_TRIAL_FLOOR:.2f} for {', '.join(failed)}",
-                )
+            failure = (
+                f"Wilson 95% lower bound below {WHOLE_TRIAL_FLOOR:.2f} for {', '.join(failed)}"
             )
     else:
         failed = sorted(
@@ -811,11 +796,22 @@ def _verdict(
             }
         )
         if failed:
-            causes.append((ExitCode.MEASURED_FAILURE, "measured failure in " + "; ".join(failed)))
-    decision = decide((), causes)
-    if decision.exit_code is ExitCode.PASS:
-        return ExitCode.PASS, f"all {len(trials)} trials measured and passed"
-    return decision.exit_code, decision.reason
+            failure = "measured failure in " + "; ".join(failed)
+    return _terminal_rule(plan).decide(
+        planned=len(trials),
+        measured=len(measured),
+        missing=sorted({f"{t.arm}/{t.scenario}" for t in trials if not t.measured}),
+        failure=failure,
+    )
+
+
+def _terminal_rule(plan: str) -> TerminalRule:
+    """The terminal rule the suite declares on ``plan`` (suite.py states every plan's rules)."""
+    declared = SUITE.plans.get(plan)
+    rule = getattr(declared, "terminal", None)
+    if not isinstance(rule, TerminalRule):
+        raise UsageError(f"the shop's suite declares no terminal rule for plan {plan!r}")
+    return rule
 
 
 def _failed_checks(trial: TrialFacts) -> list[str]:
