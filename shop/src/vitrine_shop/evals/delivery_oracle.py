@@ -45,6 +45,7 @@ from vitrine_shop import scripted
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product
+from vitrine_shop.evals.addon_oracle import addon_problems
 from vitrine_shop.evals.exploration import exploration_cases
 from vitrine_shop.evals.invariants import Violation, World, latest_budget
 from vitrine_shop.operations import ShopServices
@@ -320,6 +321,7 @@ async def observe_delivery(services: ShopServices, world: World | None = None) -
             violations += [
                 Violation("candidates", p) for p in candidate_problems(payload, request, world)
             ]
+            violations += [Violation("add-ons", p) for p in addon_problems(payload, request, world)]
         violations += [Violation("delivery", p) for p in delivery_problems(response)]
 
     async def workflow(request: ShopRequest) -> SubjectResponse:

@@ -49,6 +49,7 @@ from vitrine_shop.domain import Persona, Product, Purchase
 from vitrine_shop.evals.census_oracle import census_problems, handed_census_problems
 from vitrine_shop.evals.interest_oracle import interest_map_problems
 from vitrine_shop.evals.ranking_oracle import Semantics, ranking_problems
+from vitrine_shop.evals.stated_budget import stated_budget_problems
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
 
 __all__ = [
@@ -393,6 +394,9 @@ def answer_violations(
         found += _exclusion_violations(product, excluded)
         found += _reason_violations(product, line.text, persona, world)
     found += _text_violations(answer, persona, turns, world)
+    found += [
+        Violation("stated-budget", p) for p in stated_budget_problems(answer, budget, persona)
+    ]
     return found
 
 
@@ -1168,7 +1172,10 @@ def _bought(persona: Persona) -> frozenset[str]:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+    # "Fr." abbreviates francs ("at most Fr. 79.-"): the amount after it is the same sentence.
+    return [
+        s for s in re.split(r"(?<=[.!?])(?<!\b[Ff]r\.)(?<!\b[Ss]fr\.)\s+|\n+", text) if s.strip()
+    ]
 
 
 # Pure, and asked for the same product fields thousands of times per run.

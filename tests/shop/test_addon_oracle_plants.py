@@ -1,0 +1,30 @@
+"""The add-ons oracle, proved on the producer: Discovery taking fewer declared add-ons than its
+policy owes, or none, must be named; the shipped workflow owes none it leaves out."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from vitrine_shop.evals.delivery_oracle import observe_delivery
+from vitrine_shop.operations import ShopServices
+from vitrine_shop.workflow import discovery
+
+
+def _observed() -> dict[str, Any]:
+    return asyncio.run(observe_delivery(ShopServices()))
+
+
+def test_the_shipped_workflow_offers_every_add_on_it_owes():
+    observed = _observed()
+    assert observed["rankings"] > 0
+    assert "add-ons" not in observed["rules"], observed["examples"]
+
+
+@pytest.mark.parametrize("cap", [0, 2], ids=["no-add-ons", "two-per-interest"])
+def test_fewer_add_ons_than_the_policy_owes_are_named(monkeypatch, cap):
+    monkeypatch.setattr(discovery, "_COMPLEMENTS_PER_INTEREST", cap)
+    observed = _observed()
+    assert observed["rules"].get("add-ons", 0) > 0, observed["rules"]
