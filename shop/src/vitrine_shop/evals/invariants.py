@@ -49,6 +49,7 @@ from vitrine_shop.domain import Persona, Product, Purchase
 from vitrine_shop.evals.census_oracle import census_problems, handed_census_problems
 from vitrine_shop.evals.interest_oracle import interest_map_problems
 from vitrine_shop.evals.ranking_oracle import Semantics, ranking_problems
+from vitrine_shop.evals.restock_reasons import restock_reason_problems
 from vitrine_shop.evals.stated_budget import stated_budget_problems
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
 
@@ -1046,6 +1047,8 @@ def response_violations(
         # shop contradicting itself, and the customer is left with no answer.
         found.append(Violation("self-blocked", "the screen withheld the code path's own answer"))
     found += _cut_short_violations(response.answer or "", structured)
+    lines = [(line.sku, line.text) for line in _recommended(response.answer or "")]
+    found += [Violation("restock", p) for p in restock_reason_problems(lines, structured)]
     explored = structured.get("stage_explorer")
     if isinstance(explored, Mapping) and isinstance(structured.get("stage_visits"), Mapping):
         problems = census_problems(
