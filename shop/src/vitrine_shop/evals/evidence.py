@@ -31,6 +31,7 @@ from vitrine_shop.arms import (
 from vitrine_shop.catalogue import Catalogue, load_catalogue
 from vitrine_shop.evals.agent_evidence import observe_injection, observe_recall, probe_arm
 from vitrine_shop.evals.benchmarks import judged_quality_definition
+from vitrine_shop.evals.data_variants import observe_variants
 from vitrine_shop.evals.delivery_oracle import observe_delivery
 from vitrine_shop.evals.desk_exploration import DESK_KEY
 from vitrine_shop.evals.exploration import (
@@ -192,6 +193,7 @@ async def produce_evidence(
             "sweep": await observe_tool_sweep(swept),
             "contract": await observe_contract(swept),
             "delivery": await observe_delivery(swept),
+            "variants": await observe_variants(swept),
         }
 
     inj, rec, jud, wf, inv = await asyncio.gather(

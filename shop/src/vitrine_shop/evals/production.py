@@ -227,6 +227,7 @@ _PROBED = {
     "sweep": "tool sweep",
     "contract": "tool contract's probes",
     "delivery": "delivery oracles",
+    "variants": "data variants",
 }
 
 
