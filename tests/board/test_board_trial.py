@@ -4,7 +4,10 @@ its state, message and evidence as fields (no JSON, no Python repr)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import trial_fixtures
 from trial_fixtures import LAST_LINE, build_trial_store
 
 from vitrine._board.app import Board
@@ -21,7 +24,7 @@ def trial_html(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_the_transcript_shows_input_tools_stages_model_calls_and_the_answer(trial_html: str):
-    assert "hut-to-hut hiking kit" in trial_html  # the customer's words
+    assert "hut-to-hut hiking kit" in trial_html  # the customer's words, kept by the store
     assert "search_products" in trial_html
     assert "<th scope='row'>query</th><td>dry bag</td>" in trial_html  # arguments as a table
     assert "<th scope='col'>sku</th>" in trial_html  # the result's records as a table
@@ -47,3 +50,24 @@ def test_field_table_reads_literals_and_escapes_everything():
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert '<span class="muted">none</span>' in html  # absence shown as absence
     assert "<td>no</td>" in html
+
+
+def test_the_store_keeps_each_cases_input_bounded_beside_its_response(tmp_path: Path):
+    import vitrine
+    from vitrine import Arm, BenchmarkDefinition, Case, SubjectResponse
+
+    definition = BenchmarkDefinition(
+        "inputs",
+        "1.0.0",
+        cases=[Case("text", "x" * 5000), Case("data", {"query": "tent", "budget": 300})],
+        checks=trial_fixtures.definition().checks,
+    )
+
+    def echo(case: Case) -> SubjectResponse:
+        return SubjectResponse(answer="ok")
+
+    result = vitrine.evaluate(definition, [Arm("echo", echo)], store=tmp_path)
+    responses = result.runs[0].responses
+    assert responses["data"]["case_input"] == '{"budget": 300, "query": "tent"}'
+    kept = responses["text"]["case_input"]
+    assert kept.startswith("x" * 100) and len(kept) < 2100  # bounded, and says so

@@ -71,7 +71,6 @@ async def assistant(case):
             ),
         ),
         structured={
-            "query": case.input,
             "tool_outputs": [
                 {
                     "name": "search_products",

@@ -10,6 +10,7 @@ records.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,7 @@ from vitrine._bench.results import ScenarioRow
 from vitrine._bench.retry import NO_RETRY, FailedAttempt, RetryPolicy
 from vitrine._journal import journal_scope, merged
 from vitrine._outcomes import Observation
-from vitrine._redact import describe_exception
+from vitrine._redact import bound_text, describe_exception
 from vitrine.errors import WrongTypeError
 
 __all__ = ["TrialOutcome", "TrialRunner", "Tries", "elapsed_ms", "not_measured_rows"]
@@ -108,7 +109,7 @@ class TrialRunner:
             rows,
             elapsed_ms(started),
             error,
-            None if response is None else response.to_dict(),
+            None if response is None else {**response.to_dict(), "case_input": _input_of(case)},
             retried,
         )
 
@@ -192,3 +193,14 @@ def elapsed_ms(started: float) -> float:
     """Milliseconds since ``started`` (a ``time.perf_counter`` reading)."""
     # Rounded to the microsecond so the value survives a JSON round trip unchanged.
     return round((time.perf_counter() - started) * 1000.0, 3)
+
+
+_INPUT_PREVIEW = 2000  # characters of the case's input kept beside its response
+
+
+def _input_of(case: Case) -> str:
+    """What the subject was asked, bounded, so a trial can be read without its definition."""
+    given = case.input
+    if not isinstance(given, str):
+        given = json.dumps(given, ensure_ascii=False, default=str, sort_keys=True)
+    return bound_text(given, _INPUT_PREVIEW)

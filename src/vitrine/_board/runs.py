@@ -248,7 +248,8 @@ def _fold(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:]
 
 
-# Where a subject may keep the customer's words in its structured output.
+# Where a subject may keep the customer's words in its structured output (runs written before
+# the store kept each case's input beside its response).
 _INPUT_FIELDS = ("query", "input", "user_message", "message", "question")
 
 
@@ -265,8 +266,14 @@ def trial_view(run: RunResult, case_id: str) -> TrialView:
     trace = response.get("trace") if isinstance(response.get("trace"), dict) else None
     structured = response.get("structured")
     structured = structured if isinstance(structured, dict) else {}
-    customer = next(
-        (v for k in _INPUT_FIELDS if isinstance(v := structured.get(k), str) and v.strip()), None
+    stored = response.get("case_input")
+    customer = (
+        stored
+        if isinstance(stored, str) and stored.strip()
+        else next(
+            (v for k in _INPUT_FIELDS if isinstance(v := structured.get(k), str) and v.strip()),
+            None,
+        )
     )
     model_calls = response.get("model_calls")
     return TrialView(
