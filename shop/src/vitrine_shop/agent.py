@@ -35,7 +35,7 @@ from vitrine_shop.domain import SKU_IN_TEXT
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.prompts import customer_context, new_canary, system_prompt
 from vitrine_shop.screen import ScreenResult, screen_answer
-from vitrine_shop.tools import ToolBox
+from vitrine_shop.tools import ApprovalGate, ToolBox
 
 __all__ = ["AGENT_PURPOSE", "BLOCKED_FALLBACK", "DRAFT_LIMIT", "ShopAgent", "StopReason"]
 
@@ -99,8 +99,16 @@ class ShopAgent:
         # would bury the conversations a trace is read for.
         self.traced = traced
 
-    async def answer(self, request: ShopRequest) -> SubjectResponse:
+    async def answer(
+        self, request: ShopRequest, *, approvals: ApprovalGate | None = None
+    ) -> SubjectResponse:
         """Run one conversation to its end and report the answer with its evidence.
+
+        ``approvals`` are what this customer approved outside the conversation (at checkout),
+        for this conversation's tool box alone; without them every gated action is refused.
+        They are an argument rather than agent state so that one agent can serve many
+        conversations, and an evaluation can grant one conversation approvals and hold the
+        others to having none.
 
         Raises :class:`~vitrine.errors.ProviderError` when the model provider fails.
         """
@@ -114,6 +122,7 @@ class ShopAgent:
         toolbox = ToolBox(
             self.services,
             customer_id=customer_id,
+            approvals=approvals,
             max_calls=self.tool_call_budget,
             output_transform=self._output_transform,
             traced=self.traced,

@@ -228,6 +228,7 @@ _PROBED = {
     "contract": "tool contract's probes",
     "delivery": "delivery oracles",
     "variants": "data variants",
+    "isolation": "session isolation",
 }
 
 

@@ -36,7 +36,7 @@ from vitrine_shop.workflow import ShopWorkflow, shop_workflow
 
 __all__ = ["SEAMS"]
 
-Answer = Callable[[Any, ShopRequest], Awaitable[SubjectResponse]]
+Answer = Callable[..., Awaitable[SubjectResponse]]
 Plant = AbstractContextManager[Any]
 
 
@@ -80,9 +80,10 @@ def _without_rule(number: int) -> Plant:
 
 
 def _transformed(healthy: Answer, transform: TurnsTransform) -> Answer:
-    async def answer(self: Any, request: ShopRequest) -> SubjectResponse:
+    async def answer(self: Any, request: ShopRequest, **options: Any) -> SubjectResponse:
+        # Options (the agent's approvals) pass through: only the turns are transformed.
         turns = transform(request.user_turns)
-        return await healthy(self, ShopRequest(request.persona_id, turns))
+        return await healthy(self, ShopRequest(request.persona_id, turns), **options)
 
     return answer
 
