@@ -237,6 +237,12 @@ def build_parser(command: str | None = None, suite: Suite | None = None) -> argp
         help='JSON {"model": {"input_per_million": USD, "output_per_million": USD}}',
     )
 
+    live.add_argument(
+        "--fdr",
+        action="store_true",
+        help="also adjust the comparisons' p-values by Benjamini-Hochberg (Holm's always shown)",
+    )
+
     traces = parser.add_argument_group("traces (OpenTelemetry; off unless a destination is set)")
     traces.add_argument(
         "--trace-to",
@@ -462,7 +468,8 @@ def _traced_dispatch(
         _error(str(exc))
         return ExitCode.INVALID_ARGUMENTS
     try:
-        return _dispatch(plan, request, executor=executor, ray_address=ray_address)
+        with tracing.session_span(plan.name):
+            return _dispatch(plan, request, executor=executor, ray_address=ray_address)
     finally:
         tracing.shutdown()
 
@@ -545,6 +552,7 @@ def _options(namespace: argparse.Namespace, suite: Suite) -> PlanOptions:
         max_tokens=namespace.max_tokens,
         max_cost=namespace.max_cost,
         price_table=namespace.price_table,
+        fdr=namespace.fdr,
     )
 
 

@@ -144,3 +144,11 @@ async def test_the_comparisons_carry_holm_p_values_and_a_paired_effect_size(tmp_
         )
         assert effect == expected.to_dict()
     assert any("(Holm " in line and "difference" in line for line in outcome.summary)
+
+
+def test_the_command_lines_fdr_reaches_the_live_options():
+    from vitrine import PlanRequest
+    from vitrine_shop.evals.live.plans import _options
+
+    assert _options(PlanRequest(plan=EVAL03.name, fdr=True)).fdr is True
+    assert _options(PlanRequest(plan=EVAL03.name)).fdr is False

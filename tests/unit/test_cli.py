@@ -407,6 +407,18 @@ def test_a_model_call_cache_refuses_inside_a_paid_plan_only(toy, capsys):
     assert live is not None and "paid plan 'toy-live'" in live
 
 
+def test_fdr_reaches_a_live_plan_and_is_refused_elsewhere(toy, capsys):
+    code, _, err = run(
+        ["--suite", f"{toy}:SUITE", "--eval-plan", "toy-live", "--confirm-paid", "--fdr"],
+        capsys,
+    )
+    assert code == 3, err
+    assert sys.modules[toy].REQUESTS[-1].fdr is True
+    code, _, err = run(["--suite", f"{toy}:SUITE", "--all", "--fdr"], capsys)
+    assert code == 2
+    assert "toy-offline does not accept --fdr" in err and "bh_p" in err
+
+
 def test_the_attribute_defaults_to_SUITE(toy, capsys):
     code, _, err = run(["--suite", toy, "--self-test"], capsys)
     assert code == 0, err

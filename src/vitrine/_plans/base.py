@@ -148,6 +148,8 @@ class PlanRequest:
     # prices a cost ceiling is computed from; None when no ceiling was asked for.
     spend: SpendCeiling | None = None
     prices: Mapping[str, Price] | None = field(default=None, compare=False)
+    # Benjamini-Hochberg adjusted p-values beside the Holm ones (--fdr), where a plan compares.
+    fdr: bool = False
 
     def output_root(self) -> Path:
         """The run-store root: ``--output``, else ``$VITRINE_HOME``, else ``./.vitrine``."""

@@ -60,6 +60,7 @@ class PlanOptions:
     max_tokens: str | int | None = None
     max_cost: str | float | None = None
     price_table: Path | None = None
+    fdr: bool = False
 
 
 def validate(
@@ -78,6 +79,7 @@ def validate(
     _check_paid(plan, options, provider)
     _check_reports(options)
     spend, prices = _spend_ceiling(plan, options)
+    _check_fdr(plan, options)
     if not plan.available:
         raise UsageError(f"{plan.name} is not available: {plan.unavailable_reason}")
     request = PlanRequest(
@@ -98,8 +100,18 @@ def validate(
         console=console,
         spend=spend,
         prices=prices,
+        fdr=options.fdr,
     )
     return plan, request
+
+
+def _check_fdr(plan: Plan, options: PlanOptions) -> None:
+    if options.fdr and plan.kind is not PlanKind.LIVE:
+        raise UsageError(
+            f"{plan.name} does not accept --fdr: it asks a live plan's receipt for "
+            "Benjamini-Hochberg p-values beside Holm's, and this is a "
+            f"{plan.kind.value} plan (its report.json holds both already, as holm_p and bh_p)"
+        )
 
 
 def _select_plan(suite: Suite, options: PlanOptions) -> Plan:

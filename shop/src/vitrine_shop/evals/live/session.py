@@ -902,6 +902,7 @@ def _persist(
 
 def _comparison_line(row: Mapping[str, Any]) -> str:
     effect = row.get("effect")
+    bh = f", Benjamini-Hochberg {row['p_bh']:.3g}" if "p_bh" in row else ""
     size = (
         "no pairs"
         if effect is None
@@ -911,7 +912,7 @@ def _comparison_line(row: Mapping[str, Any]) -> str:
     return (
         f"  {row['challenger_arm']} vs {row['reference_arm']} on {row['check']}: "
         f"{row['wins']} win(s), {row['losses']} loss(es), {row['ties']} tie(s); "
-        f"p {row['p_value']:.3g} (Holm {row['p_holm']:.3g}); {size}"
+        f"p {row['p_value']:.3g} (Holm {row['p_holm']:.3g}{bh}); {size}"
     )
 
 
