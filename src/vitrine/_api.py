@@ -403,7 +403,8 @@ def traced_from_environment() -> Iterator[None]:
         yield
         return
     try:
-        yield
+        with tracing.session_span("evaluate"):
+            yield
     finally:
         tracing.shutdown()
 

@@ -19,6 +19,7 @@ TRACING_VARIABLES = (
     "LANGFUSE_PUBLIC_KEY",
     "LANGFUSE_SECRET_KEY",
     "LANGFUSE_HOST",
+    "VITRINE_PHOENIX_URL",
 )
 
 needs_otel = pytest.mark.skipif(

@@ -1,9 +1,11 @@
 """Traces of evaluations over OpenTelemetry: off (and free) unless a destination is configured.
 
 Every trial, agent run, tool call, workflow stage attempt, model call and judge call becomes a
-span following the OpenTelemetry GenAI conventions, and every check result a
-``gen_ai.evaluation.result`` event, exported over OTLP/HTTP to the destination
-:mod:`vitrine.tracing._settings` resolves (``--trace-to``, ``OTEL_EXPORTER_OTLP_*``, Langfuse).
+span following the OpenTelemetry GenAI conventions, under one ``session`` span per command,
+and every check result a ``gen_ai.evaluation.result`` event, exported over OTLP/HTTP to the
+destination :mod:`vitrine.tracing._settings` resolves (``--trace-to``, ``OTEL_EXPORTER_OTLP_*``,
+``VITRINE_PHOENIX_URL``, Langfuse). Langfuse also receives the results as scores, Phoenix as
+span annotations.
 
 With no destination nothing is exported and OpenTelemetry is never imported: the helpers in
 :mod:`vitrine.tracing._spans` are shared no-ops. ::
@@ -12,7 +14,7 @@ With no destination nothing is exported and OpenTelemetry is never imported: the
 
     if tracing.setup(tracing.resolve_settings(trace_to="http://127.0.0.1:4318")):
         ...  # run the evaluation
-    tracing.shutdown()  # export what is left, post Langfuse scores
+    tracing.shutdown()  # export what is left, post Langfuse scores and Phoenix annotations
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from vitrine.tracing._spans import (
     record_completion,
     record_tool_result,
     run_span,
+    session_span,
     stage_attempt,
     tool_span,
     trial_span,
@@ -68,6 +71,7 @@ __all__ = [
     "record_tool_result",
     "resolve_settings",
     "run_span",
+    "session_span",
     "setup",
     "shutdown",
     "stage_attempt",
@@ -128,7 +132,10 @@ def start(
 
 
 def shutdown() -> None:
-    """Export what is buffered, post queued scores, and turn tracing off. Safe to repeat."""
+    """Export what is buffered, post queued scores and annotations, and turn tracing off.
+
+    Safe to repeat.
+    """
     backend = installed_backend()
     install_backend(None)
     if backend is None:

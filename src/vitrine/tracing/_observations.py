@@ -1,11 +1,15 @@
-"""A trial's check results as evaluation events, and its measurement state, on its span."""
+"""A trial's check results as evaluation events, and its measurement state, on its span.
+
+Each result is also forwarded to the scores APIs tracing is configured with: Langfuse scores,
+Phoenix span annotations (:mod:`vitrine.tracing._phoenix`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Protocol
 
-from vitrine._outcomes import MeasurementState, Observation, run_verdict
+from vitrine._outcomes import MeasurementState, Observation, Verdict, run_verdict
 from vitrine.tracing import _semconv as sc
 from vitrine.tracing._spans import NULL_SPAN, Span, evaluation
 
@@ -26,7 +30,9 @@ def describe_trial(span: Span, rows: Sequence[CheckRow], error: str | None) -> N
     """Put every check result and the trial's measurement state and verdict on ``span``.
 
     The state is ``not_measured`` when any check could not be measured, else ``measured`` when
-    any check was, else ``not_applicable``.
+    any check was, else ``not_applicable``. A trial whose subject failed or whose verdict is
+    ``fail`` gets an error status; one with checks not measured does not (absence is not
+    failure).
     """
     if span is NULL_SPAN:
         return
@@ -40,10 +46,15 @@ def describe_trial(span: Span, rows: Sequence[CheckRow], error: str | None) -> N
         state = MeasurementState.MEASURED
     else:
         state = MeasurementState.NOT_APPLICABLE
+    verdict = run_verdict(observations)
     span.set(sc.MEASUREMENT_STATE, state.value)
-    span.set(sc.VERDICT, run_verdict(observations).value)
+    span.set(sc.VERDICT, verdict.value)
     if error is not None:
         span.set(sc.ERROR_TYPE, "subject_error")
+        span.fail(error)
+    elif verdict is Verdict.FAIL:
+        failed = [row.check_key for row in rows if row.observation.failed]
+        span.fail("failed checks: " + ", ".join(failed))
 
 
 def record_observation(check_key: str, observation: Observation) -> None:
@@ -51,8 +62,14 @@ def record_observation(check_key: str, observation: Observation) -> None:
 
     A measured check scores 1.0 (passed) or 0.0 (failed) with the label ``pass`` or ``fail``;
     a check that was not measured or did not apply has only its state as the label, never a
-    score: absence is not failure.
+    score: absence is not failure. The state, pass flag and raw value go to the scores APIs as
+    metadata.
     """
+    metadata = {
+        "state": observation.state.value,
+        "passed": observation.passed,
+        "value": observation.value,
+    }
     if observation.state is MeasurementState.MEASURED:
         passed = bool(observation.passed)
         evaluation(
@@ -60,6 +77,12 @@ def record_observation(check_key: str, observation: Observation) -> None:
             label="pass" if passed else "fail",
             score=1.0 if passed else 0.0,
             explanation=observation.reason or observation.label or None,
+            metadata=metadata,
         )
     else:
-        evaluation(check_key, label=observation.state.value, explanation=observation.reason)
+        evaluation(
+            check_key,
+            label=observation.state.value,
+            explanation=observation.reason,
+            metadata=metadata,
+        )

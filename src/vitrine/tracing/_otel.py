@@ -24,8 +24,9 @@ from opentelemetry.trace import Status, StatusCode
 from vitrine._redact import describe_exception, sanitize_text
 from vitrine.tracing import _semconv as sc
 from vitrine.tracing._langfuse import Score, ScoreSender
+from vitrine.tracing._phoenix import Annotation, AnnotationSender
 from vitrine.tracing._settings import TraceSettings
-from vitrine.tracing._spans import AttributeValue, Span
+from vitrine.tracing._spans import AttributeValue, EvaluationResult, Span
 
 __all__ = ["OtelBackend"]
 
@@ -52,6 +53,9 @@ class _OtelSpan:
 
     def event(self, name: str, attributes: Mapping[str, AttributeValue | None]) -> None:
         self._span.add_event(name, _present(attributes))
+
+    def fail(self, description: str) -> None:
+        self._span.set_status(Status(StatusCode.ERROR, sanitize_text(description)))
 
     @property
     def trace_id(self) -> str | None:
@@ -130,6 +134,7 @@ class OtelBackend:
         )
         self._tracer = self._provider.get_tracer(_SCOPE)
         self._scores = None if settings.langfuse is None else ScoreSender(settings.langfuse)
+        self._annotations = None if settings.phoenix is None else AnnotationSender(settings.phoenix)
 
     def span(
         self, name: str, attributes: Mapping[str, AttributeValue | None]
@@ -162,18 +167,29 @@ class OtelBackend:
             return None
         return _OtelSpan(span)
 
-    def score(self, span: Span, name: str, value: float | str, comment: str | None) -> None:
-        if self._scores is None or span.trace_id is None:
+    def score(self, span: Span, result: EvaluationResult) -> None:
+        if span.trace_id is None or span.span_id is None:
             return
-        self._scores.add(Score(span.trace_id, span.span_id, name, value, comment))
+        if self._scores is not None:
+            value = result.label if result.score is None else result.score
+            self._scores.add(
+                Score(span.trace_id, span.span_id, result.name, value, result.explanation)
+            )
+        if self._annotations is not None:
+            self._annotations.add(Annotation.of(span.span_id, result))
 
     @property
     def scores(self) -> ScoreSender | None:
         """The Langfuse score queue, when Langfuse is configured."""
         return self._scores
 
+    @property
+    def annotations(self) -> AnnotationSender | None:
+        """The Phoenix annotation queue, when Phoenix is configured."""
+        return self._annotations
+
     def shutdown(self) -> None:
-        """Export every finished span, post the queued scores, and stop."""
+        """Export every finished span, post the queued scores and annotations, and stop."""
         self._provider.force_flush(int(_FLUSH_S * 1000))
         self._provider.shutdown()
         if self._exporter.failed:
@@ -185,6 +201,9 @@ class OtelBackend:
             sys.stderr.flush()
         if self._scores is not None:
             self._scores.flush()
+        # After the spans: Phoenix attaches an annotation to a span it has received.
+        if self._annotations is not None:
+            self._annotations.flush()
 
 
 def _present(attributes: Mapping[str, AttributeValue | None]) -> dict[str, Any]:

@@ -35,6 +35,9 @@ EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
 EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
 EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 
+# The session a trace belongs to, as OpenInference names it: Phoenix groups traces by it.
+SESSION_ID = "session.id"
+
 OP_CHAT = "chat"
 OP_INVOKE_AGENT = "invoke_agent"
 OP_EXECUTE_TOOL = "execute_tool"

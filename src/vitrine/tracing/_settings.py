@@ -5,10 +5,13 @@ Tracing is off unless one of these names an OTLP/HTTP endpoint, first match wins
 1. ``vitrine --trace-to URL``;
 2. ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (used as it is, as the OpenTelemetry spec says);
 3. ``OTEL_EXPORTER_OTLP_ENDPOINT`` (``/v1/traces`` appended);
-4. ``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY`` and ``LANGFUSE_HOST`` together: Langfuse's
+4. ``VITRINE_PHOENIX_URL``: an Arize Phoenix server, its OTLP endpoint ``{URL}/v1/traces``;
+5. ``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY`` and ``LANGFUSE_HOST`` together: Langfuse's
    OTLP endpoint ``{LANGFUSE_HOST}/api/public/otel/v1/traces`` with Basic authentication.
 
 ``OTEL_EXPORTER_OTLP_HEADERS`` (``key=value,key=value``, values URL-encoded) adds headers.
+Phoenix receives check results as span annotations only when ``VITRINE_PHOENIX_URL`` names it,
+whichever endpoint the traces go to: a URL alone never says what server answers there.
 Message content is captured only with ``--trace-content`` or
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
 """
@@ -29,6 +32,7 @@ from vitrine.errors import TracingConfigError
 __all__ = [
     "CONTENT_VARIABLE",
     "LangfuseTarget",
+    "PhoenixTarget",
     "TraceSettings",
     "TracingConfigError",
     "resolve_settings",
@@ -39,6 +43,7 @@ TRACES_VARIABLE = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 HEADERS_VARIABLE = "OTEL_EXPORTER_OTLP_HEADERS"
 CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+PHOENIX_VARIABLE = "VITRINE_PHOENIX_URL"
 _LANGFUSE_VARIABLES = ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_HOST")
 _TRACES_PATH = "/v1/traces"
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -72,6 +77,24 @@ class LangfuseTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class PhoenixTarget:
+    """An Arize Phoenix server: its base URL, and the headers its API takes."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=lambda: _EMPTY, repr=False)
+
+    @property
+    def traces_url(self) -> str:
+        """Phoenix's OTLP/HTTP traces endpoint."""
+        return f"{self.url}{_TRACES_PATH}"
+
+    @property
+    def annotations_url(self) -> str:
+        """Phoenix's span annotations API."""
+        return f"{self.url}/v1/span_annotations"
+
+
+@dataclass(frozen=True, slots=True)
 class TraceSettings:
     """A configured trace destination: the OTLP URL, its headers, and what to capture."""
 
@@ -80,6 +103,7 @@ class TraceSettings:
     capture_content: bool = False
     langfuse: LangfuseTarget | None = None
     service_name: str = "vitrine"
+    phoenix: PhoenixTarget | None = None
 
 
 def validate_endpoint(url: str, *, setting: str) -> str:
@@ -117,6 +141,15 @@ def resolve_settings(
     """The trace destination the flags and ``env`` ask for, or None when tracing is off."""
     env = os.environ if env is None else env
     langfuse = _langfuse(env)
+    phoenix_url = env.get(PHOENIX_VARIABLE, "").strip()
+    phoenix = (
+        # Phoenix's base URL; its OTLP path, given by mistake, would hide its API's paths.
+        PhoenixTarget(
+            validate_endpoint(phoenix_url, setting=PHOENIX_VARIABLE).removesuffix(_TRACES_PATH)
+        )
+        if phoenix_url
+        else None
+    )
     headers = _parse_headers(env.get(HEADERS_VARIABLE, ""))
     if trace_to is not None:
         url = _with_traces_path(validate_endpoint(trace_to, setting="--trace-to"))
@@ -126,6 +159,8 @@ def resolve_settings(
         url = _with_traces_path(
             validate_endpoint(env[ENDPOINT_VARIABLE], setting=ENDPOINT_VARIABLE)
         )
+    elif phoenix is not None:
+        url = phoenix.traces_url
     elif langfuse is not None:
         url = langfuse.traces_url
     else:
@@ -136,7 +171,12 @@ def resolve_settings(
     for value in headers.values():
         register_secret(value)
     capture = trace_content or env.get(CONTENT_VARIABLE, "").strip().lower() == "true"
-    return TraceSettings(url, MappingProxyType(dict(headers)), capture, langfuse)
+    frozen = MappingProxyType(dict(headers))
+    if phoenix is not None and url == phoenix.traces_url:
+        # The headers that authenticate the spans to this Phoenix authenticate its API too;
+        # headers meant for another collector never reach it.
+        phoenix = PhoenixTarget(phoenix.url, frozen)
+    return TraceSettings(url, frozen, capture, langfuse, phoenix=phoenix)
 
 
 def _with_traces_path(base: str) -> str:

@@ -12,9 +12,12 @@ span is the parent of the agent's, which is the parent of its model and tool cal
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from vitrine._redact import sanitize_text
@@ -29,6 +32,7 @@ __all__ = [
     "NULL_SPAN",
     "AttributeValue",
     "Backend",
+    "EvaluationResult",
     "Span",
     "agent_span",
     "capturing_content",
@@ -42,12 +46,31 @@ __all__ = [
     "record_completion",
     "record_tool_result",
     "run_span",
+    "session_span",
     "stage_attempt",
     "tool_span",
     "trial_span",
 ]
 
 AttributeValue = str | bool | int | float | Sequence[str]
+MetadataValue = str | bool | float | None
+_NO_METADATA: Mapping[str, MetadataValue] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationResult:
+    """One evaluation of the span it is recorded on, as every destination receives it.
+
+    ``score`` is None when nothing was measured; ``explanation`` is already scrubbed;
+    ``metadata`` is what a scores API can keep beside the result (the observation's state,
+    pass flag and raw value).
+    """
+
+    name: str
+    label: str
+    score: float | None = None
+    explanation: str | None = None
+    metadata: Mapping[str, MetadataValue] = field(default_factory=lambda: _NO_METADATA)
 
 
 class Span(Protocol):
@@ -58,6 +81,9 @@ class Span(Protocol):
 
     def event(self, name: str, attributes: Mapping[str, AttributeValue | None]) -> None:
         """Add a timestamped event to the span."""
+
+    def fail(self, description: str) -> None:
+        """Give the span an error status; ``description`` is scrubbed before it is kept."""
 
     @property
     def trace_id(self) -> str | None:
@@ -81,8 +107,8 @@ class Backend(Protocol):
     def current(self) -> Span | None:
         """The innermost open span of this context, if any."""
 
-    def score(self, span: Span, name: str, value: float | str, comment: str | None) -> None:
-        """Forward one evaluation score to a scores API, if one is configured."""
+    def score(self, span: Span, result: EvaluationResult) -> None:
+        """Forward one evaluation of ``span`` to the configured scores APIs, if any."""
 
 
 class _NullSpan:
@@ -92,6 +118,9 @@ class _NullSpan:
         return None
 
     def event(self, name: str, attributes: Mapping[str, AttributeValue | None]) -> None:
+        return None
+
+    def fail(self, description: str) -> None:
         return None
 
     @property
@@ -144,6 +173,13 @@ def current_trace_id() -> str | None:
         return None
     span = _backend.current()
     return None if span is None else span.trace_id
+
+
+def session_span(command: str) -> AbstractContextManager[Span]:
+    """The root span of one command: its runs nest inside, one trace under one ``session.id``."""
+    if _backend is None:
+        return NULL_SCOPE
+    return _backend.span(f"session {command}", {sc.SESSION_ID: uuid.uuid4().hex})
 
 
 def run_span(
@@ -337,12 +373,13 @@ def evaluation(
     label: str,
     score: float | None = None,
     explanation: str | None = None,
+    metadata: Mapping[str, MetadataValue] | None = None,
 ) -> None:
     """Record one evaluation result as a ``gen_ai.evaluation.result`` event on the open span.
 
     ``label`` is low-cardinality (``pass``, ``fail``, ``not_measured``, ``not_applicable``);
-    ``explanation`` is scrubbed and bounded. A configured scores API (Langfuse) receives the
-    same result, attached to the span's trace.
+    ``explanation`` is scrubbed and bounded. A configured scores API (Langfuse, Phoenix)
+    receives the same result, with ``metadata``, attached to the span.
     """
     if _backend is None:
         return
@@ -360,4 +397,4 @@ def evaluation(
             sc.EVALUATION_EXPLANATION: why,
         },
     )
-    _backend.score(span, name, label if score is None else score, why)
+    _backend.score(span, EvaluationResult(name, label, score, why, metadata or _NO_METADATA))
