@@ -153,6 +153,8 @@ def test_setup_panel_previews_then_runs_the_offline_suite_to_the_end(empty_board
     paid = tab.locator("#plans tr[data-paid=yes]").first
     tab.select_option("#plan", paid.get_attribute("data-plan"))
     _expect(tab.locator("#paid-confirm")).to_be_visible()
+    # The plan's own preview replaces the local line: its workload and its power.
+    _expect(tab.locator("#workload")).to_contain_text("power")
     assert "paid" in tab.locator("#workload").inner_text()
     tab.select_option(
         "#plan", tab.locator("#plans tr[data-paid=no]").first.get_attribute("data-plan")

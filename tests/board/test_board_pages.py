@@ -378,3 +378,24 @@ def test_two_live_sessions_are_compared_arm_by_arm(tmp_path: Path):
     assert 'data-bucket="regressed">2<' in agent
     assert 'data-bucket="fixed">2<' in workflow
     assert "W/L/T 2/0/1" in workflow
+
+
+def test_the_setup_preview_is_the_plans_own_with_its_power_and_calls_nothing(tmp_path: Path):
+    import json
+
+    board = Board(tmp_path, persist_cache=False)
+    reply = board.get("/api/preview", {"plan": ["eval03-compare"]})
+    assert reply.status == 200 and reply.content_type == "application/json"
+    lines = json.loads(reply.body)["lines"]
+    assert lines[0] == "eval03-compare: planned workload on paid model services"
+    assert any("CANNOT REACH SIGNIFICANCE" in line for line in lines)  # 4 cases: min p 0.125
+    stochastic = board.get(
+        "/api/preview", {"plan": ["eval04-stochastic-agent"], "repetitions": ["8"]}
+    )
+    assert any(
+        "8 repetition(s) per scenario" in line for line in json.loads(stochastic.body)["lines"]
+    )
+    refused = board.get("/api/preview", {"plan": ["eval04-stochastic-agent"], "repetitions": ["3"]})
+    assert refused.status == 400
+    assert "accepts --repetitions 4 to 100, got 3" in json.loads(refused.body)["error"]
+    assert board.jobs.started == 0

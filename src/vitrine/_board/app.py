@@ -114,6 +114,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "trial/{run}/{case}"),
     Route("GET", "job/{number}"),
     Route("GET", "api/job/{number}"),
+    Route("GET", "api/preview"),
     Route("GET", "static/{file}"),
     Route("GET", "favicon.ico"),
     Route("POST", "redteam/{run}/sign-off"),
@@ -190,6 +191,7 @@ class Board:
             "trial/{run}/{case}": lambda a, _: self.trial(a[0], a[1]),
             "job/{number}": lambda a, _: self.job(int(a[0])),
             "api/job/{number}": lambda a, _: self.job_json(int(a[0])),
+            "api/preview": lambda _, p: self.preview_json(form(p)),
             "static/{file}": lambda a, _: _static(a[0]),
             "favicon.ico": lambda a, _: _static(FAVICON),
             "redteam/{run}/sign-off": lambda a, p: self._sign_off(a[0], form(p)),
@@ -475,6 +477,14 @@ class Board:
 
     def job(self, job_id: int) -> Reply:
         return self._page("job.html.j2", job=self.jobs.get(job_id))
+
+    def preview_json(self, form: Mapping[str, str]) -> Reply:
+        """The plan's own preview of what the panel's choice would run (workload, power)."""
+        try:
+            lines = SetupRequest.from_form(dict(form)).preview(self._suite(), self.root)
+        except BoardError as exc:
+            return Reply(exc.status, json.dumps({"error": str(exc)}).encode(), "application/json")
+        return Reply(200, json.dumps({"lines": lines}).encode(), "application/json")
 
     def job_json(self, job_id: int) -> Reply:
 

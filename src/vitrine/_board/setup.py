@@ -23,6 +23,7 @@ from vitrine._plans.base import UsageError
 from vitrine._plans.validation import PlanOptions, validate
 
 if TYPE_CHECKING:
+    from vitrine._plans.base import Plan, PlanRequest
     from vitrine._suite import Suite
 
 __all__ = [
@@ -102,9 +103,37 @@ class SetupRequest:
             confirm_paid=form.get("confirm_paid") == "yes",
         )
 
+    def preview(self, suite: Suite, root: Path) -> list[str]:
+        """What the plan would run, as the command line previews it before its first call:
+        the workload and, for a plan that states it, the design's power. Calls nothing."""
+        # Confirmation is what starting asks for; a preview spends nothing, so it needs none.
+        plan, request = self._validated(suite, root, confirmed=True)
+        workload = getattr(plan, "workload", None)
+        if workload is not None:
+            return [str(line) for line in workload(request.scenarios, request.repetitions)]
+        reps = f"{request.repetitions} repetition(s)"
+        if request.scenarios:
+            return [f"{plan.name}: {len(request.scenarios)} scenario(s) x {reps} per arm"]
+        return [f"{plan.name}: its fixed workload, {reps}"]
+
     def argv(self, suite: Suite, suite_spec: str | None, root: Path) -> list[str]:
         """Validate with the CLI's own rules; return the command-line arguments that run it."""
+        self._validated(suite, root, confirmed=self.confirm_paid)
+        is_default = self.plan == suite.default_plan
+        argv = ["--all"] if is_default else ["--eval-plan", self.plan]
+        for flag, value in (
+            ("--scenario", self.scenario),
+            ("--repetitions", self.repetitions),
+            ("--provider", self.provider),
+            ("--suite", suite_spec or ""),
+        ):
+            if value:
+                argv += [flag, value]
+        if self.confirm_paid:
+            argv.append("--confirm-paid")
+        return [*argv, "--output", str(root)]
 
+    def _validated(self, suite: Suite, root: Path, *, confirmed: bool) -> tuple[Plan, PlanRequest]:
         if not self.plan:
             raise BoardError("choose a plan: nothing runs implicitly", 400)
         if self.plan not in suite.plans:
@@ -113,7 +142,9 @@ class SetupRequest:
             )
         if self.repetitions:
             if not self.repetitions.isdigit():
-                raise BoardError(f"repetitions must be a whole number, got {self.repetitions!r}")
+                raise BoardError(
+                    f"repetitions must be a whole number, got {self.repetitions!r}", 400
+                )
             if not 1 <= int(self.repetitions) <= BOARD_MAX_REPETITIONS:
                 raise BoardError(
                     f"the board starts 1 to {BOARD_MAX_REPETITIONS} repetitions, got "
@@ -127,26 +158,14 @@ class SetupRequest:
             eval_plan=None if is_default else self.plan,
             scenario=self.scenario or None,
             repetitions=self.repetitions or None,
-            confirm_paid=self.confirm_paid,
+            confirm_paid=confirmed,
             provider=self.provider or None,
             output=root,
         )
         try:
-            validate(suite, options)
+            return validate(suite, options)
         except UsageError as exc:
             raise BoardError(str(exc), 400) from exc
-        argv = ["--all"] if is_default else ["--eval-plan", self.plan]
-        for flag, value in (
-            ("--scenario", self.scenario),
-            ("--repetitions", self.repetitions),
-            ("--provider", self.provider),
-            ("--suite", suite_spec or ""),
-        ):
-            if value:
-                argv += [flag, value]
-        if self.confirm_paid:
-            argv.append("--confirm-paid")
-        return [*argv, "--output", str(root)]
 
 
 @dataclass

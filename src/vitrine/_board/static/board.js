@@ -66,6 +66,23 @@ function setupPlanForm() {
         : `the plan's fixed workload, ${n} repetition(s)`) +
       (configurable ? ` (this plan accepts ${d.min} to ${d.max})` : " (not configurable)") +
       (d.paid === "yes" ? "; paid: the confirmation below is required" : "; free, offline");
+    planPreview(select.value, scenario.disabled ? "" : scenario.value, configurable ? reps.value : "");
+  };
+  // The plan's own preview (workload and power), computed by the server calling nothing;
+  // the line above stays when it cannot be had (an exported copy has no server).
+  let asked = 0;
+  const planPreview = async (plan, chosen, repetitions) => {
+    const ticket = ++asked;
+    const query = new URLSearchParams({ plan, scenario: chosen, repetitions });
+    try {
+      const reply = await fetch(`/api/preview?${query}`, { cache: "no-store" });
+      const body = await reply.json();
+      if (ticket !== asked) return; // a later choice has been made since
+      const lines = body.lines || [`refused: ${body.error}`];
+      preview.textContent = lines.join("\n");
+    } catch (_) {
+      // keep the local line
+    }
   };
   [select, reps, scenario].forEach((el) => el.addEventListener("change", update));
   reps.addEventListener("input", update);
