@@ -13,7 +13,7 @@ customers are not embedded). Every output is held to the invariants computed fro
 - ``sold-out``: every marketplace product and a seeded share of the others in each department
   have no stock; every exploration request is asked. Nothing offered may be out of stock, and
   every stock or price a tool reports must be the variant's; each fact the variant changed is
-  also read back through the stock and detail tools.
+  also read back through the stock, detail and presentation tools.
 - ``set-aside history``: seeded customers whose whole history is gifts and one purchase from
   the sensitive department, so the interest map holds nothing and the recommender works from
   the request alone, across every department. They ask for each brand the sensitive
@@ -70,6 +70,7 @@ __all__ = [
 VARIANT_SEED = 23
 _SOLD_OUT_SHARE = 0.5
 _SET_ASIDE_CUSTOMERS = 3
+_TEXT_FACTS = ("tag_terms", "customer_markers", "semantics")
 _EXAMPLES = 8
 # The sensitive purchase is recent: a year-old one would be as set aside, but less plainly.
 _PURCHASED_DAYS_AGO = 30
@@ -86,9 +87,14 @@ class Variant:
     requests: tuple[ShopRequest, ...]
     changed: frozenset[str] = frozenset()  # SKUs whose facts the variant changed
 
-    @property
-    def world(self) -> World:
-        return World(self.services.catalogue, self.services.personas, self.services.clock)
+    def world(self, base: World) -> World:
+        """The oracles' facts: the variant's own catalogue and customers. What is derived from
+        the products' texts and the customers' names alone (no variant changes either: the
+        vocabulary, the customer markers, the vectors) is ``base``'s, computed once."""
+        world = World(self.services.catalogue, self.services.personas, self.services.clock)
+        for name in _TEXT_FACTS:
+            vars(world)[name] = getattr(base, name)  # a cached property, filled in advance
+        return world
 
 
 def variant_services(
@@ -217,15 +223,16 @@ def _offered(response: SubjectResponse) -> list[str]:
 class _Tally:
     conversations: int = 0
     relations: int = 0
+    read_backs: int = 0
     violations: list[dict[str, str]] = field(default_factory=list)
 
     def add(self, case: str, found: Iterable[Violation]) -> None:
         self.violations += [{"case": case, **v.to_dict()} for v in found]
 
 
-async def _held(variant: Variant, tally: _Tally) -> None:
+async def _held(variant: Variant, base: World, tally: _Tally) -> None:
     """Every request through both architectures, every output held to the variant's data."""
-    world = variant.world
+    world = variant.world(base)
     for name, answer in ARCHITECTURES:
         for request in variant.requests:
             response = await answer(variant.services, request)
@@ -245,13 +252,18 @@ async def _read_back(variant: Variant, world: World, tally: _Tally) -> None:
     for sku in sorted(variant.changed):
         for tool in ("get_stock_and_price", "get_product_details"):
             await box.call(tool, {"sku": sku})
+        # The presenter reads stock and price too: it must refuse what is sold out and
+        # render the variant's price.
+        await box.call("present_recommendation", {"items": [{"sku": sku, "reason": "asked"}]})
     outputs = [ToolOutput.from_dict(o) for o in box.outputs]
     request = ShopRequest(None, ("(read back)",))
-    tally.conversations += 1
+    tally.read_backs += len(outputs)
     tally.add(f"{variant.name}, read back", tool_violations(outputs, request, world))
 
 
-async def _budget_relation(base: ShopServices, rng: random.Random, tally: _Tally) -> None:
+async def _budget_relation(
+    base: ShopServices, facts: World, rng: random.Random, tally: _Tally
+) -> None:
     """An item repriced to exactly the stated budget is still within it: the same products
     are offered, and the answer is held to the repriced data. A seeded half of the requests
     with a stated budget, each architecture its own half."""
@@ -274,8 +286,10 @@ async def _budget_relation(base: ShopServices, rng: random.Random, tally: _Tally
                 continue
             response = await answer(variant.services, request)
             tally.relations += 1
+            world = variant.world(facts)
+            await _read_back(variant, world, tally)
             case = f"{variant.name}, {name}, {request.persona_id}"
-            found = response_violations(response, request, variant.world)
+            found = response_violations(response, request, world)
             after = _offered(response)
             if sorted(after) != sorted(before):
                 found.append(
@@ -294,14 +308,16 @@ async def observe_variants(base: ShopServices, seed: int = VARIANT_SEED) -> dict
     rng = random.Random(seed)
     tally = _Tally()
     variants = (sold_out(base, rng), set_aside_customers(base, rng))
+    facts = World(base.catalogue, base.personas, base.clock)
     for variant in variants:
-        await _held(variant, tally)
-    await _budget_relation(base, rng, tally)
+        await _held(variant, facts, tally)
+    await _budget_relation(base, facts, rng, tally)
     found = tally.violations
     return {
-        "calls": tally.conversations + tally.relations,
+        "calls": tally.conversations + tally.relations + tally.read_backs,
         "conversations": tally.conversations,
         "budget_relations": tally.relations,
+        "tool_calls_read_back": tally.read_backs,
         "variants": [v.name for v in variants],
         "violations": len(found),
         "rules": dict(Counter(v["rule"] for v in found)),

@@ -211,6 +211,11 @@ def _difference(alone: dict[str, Any], shared: dict[str, Any]) -> str:
                 if a != b:
                     return f"{key}[{at}] is {_brief(b)}, alone {_brief(a)}"
             return f"{len(second)} {key} interleaved, {len(first)} alone"
+        if isinstance(first, str) and isinstance(second, str):
+            pairs = enumerate(zip(first, second, strict=False))
+            at = next((i for i, (a, b) in pairs if a != b), min(len(first), len(second)))
+            start = max(0, at - 20)
+            return f"the {key} reads {second[start : at + 40]!r}, alone {first[start : at + 40]!r}"
         return f"the {key} is {_brief(second)}, alone {_brief(first)}"
     return "the facts differ"
 
