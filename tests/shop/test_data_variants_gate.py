@@ -1,0 +1,90 @@
+"""The data variants of the invariants gate: clean on the shop, and each planted bug that only
+variant data reaches is seen, named by its rule."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Container
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from vitrine_shop import memory, tools
+from vitrine_shop.catalogue import Catalogue
+from vitrine_shop.domain import Product
+from vitrine_shop.evals import data_variants
+from vitrine_shop.evals.data_variants import observe_variants
+from vitrine_shop.operations import ShopServices
+from vitrine_shop.scripted import agent_policy
+
+
+def _observed() -> dict[str, Any]:
+    return asyncio.run(observe_variants(ShopServices()))
+
+
+def test_the_shop_holds_over_every_variant() -> None:
+    observed = _observed()
+    assert observed["violations"] == 0, observed["examples"]
+    assert observed["conversations"] > 0
+    assert observed["budget_relations"] > 0
+    assert observed["tool_calls_read_back"] > 0
+
+
+def test_the_sold_out_variant_sells_out_every_marketplace_product() -> None:
+    base = ShopServices()
+    variant = data_variants.sold_out(base, random.Random(data_variants.VARIANT_SEED))
+    marketplace = {p.sku for p in base.catalogue if p.marketplace_seller is not None}
+    assert marketplace
+    assert all(not variant.services.catalogue.by_sku(sku).in_stock for sku in marketplace)
+    assert all(base.catalogue.by_sku(sku).in_stock for sku in marketplace)  # data untouched
+
+
+def _marketplace_always_in_stock(monkeypatch: pytest.MonkeyPatch) -> None:
+    def in_stock(self: Product) -> bool:
+        return self.stock_units > 0 or self.marketplace_seller is not None
+
+    monkeypatch.setattr(Product, "in_stock", property(in_stock))
+
+
+def _sensitive_never_recognised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(agent_policy, "_is_sensitive", lambda sku, department: False)
+
+
+def _budget_exclusive(monkeypatch: pytest.MonkeyPatch) -> None:
+    def affords(self: memory.Constraints, price_chf: Decimal | float | str | None) -> bool:
+        if self.max_price_chf is None:
+            return True
+        return price_chf is not None and Decimal(str(price_chf)) < self.max_price_chf
+
+    monkeypatch.setattr(memory.Constraints, "affords", affords)
+
+
+def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = tools._presentation_problems
+
+    def problems(skus: list[str], *, catalogue: Catalogue, owned: Container[str]) -> list[str]:
+        found = original(skus, catalogue=catalogue, owned=owned)
+        market = [s for s in skus if (p := catalogue.get(s)) and p.marketplace_seller]
+        return [f for f in found if not ("out of stock" in f and any(s in f for s in market))]
+
+    monkeypatch.setattr(tools, "_presentation_problems", problems)
+
+
+@pytest.mark.parametrize(
+    ("plant", "rule"),
+    [
+        (_marketplace_always_in_stock, "in-stock"),
+        (_sensitive_never_recognised, "sensitive"),
+        (_budget_exclusive, "budget-edge"),
+        (_presenter_ignores_marketplace_stock, "tool-contract"),
+    ],
+    ids=["marketplace in stock", "sensitive filter", "budget <", "presenter stock"],
+)
+def test_a_bug_only_variant_data_reaches_is_seen(
+    monkeypatch: pytest.MonkeyPatch, plant: Any, rule: str
+) -> None:
+    plant(monkeypatch)
+    observed = _observed()
+    assert observed["rules"].get(rule, 0) > 0, observed["rules"]
