@@ -19,6 +19,7 @@ from urllib.parse import quote, unquote
 from vitrine._bench.results import RunResult
 from vitrine._board.catalog import DOCUMENTS, KINDS, SEALED, VERDICTS, Catalog, RunHeader
 from vitrine._board.compare import BUCKETS, compare_sides
+from vitrine._board.live import live_view, trial_counts
 from vitrine._board.matrix import kill_map
 from vitrine._board.query import IndexQuery, Page, QueryError
 from vitrine._board.render import FAVICON, render, static_file
@@ -253,11 +254,19 @@ class Board:
             return self._mutants_page(header)
         document = read_document(self.root, f"{header.location}/{DOCUMENTS[kind]}")
         _refuse_unsealed(kind, header.location, document)
+        view = live_view(document, self._trial_href) if kind == "live" else None
         return self._page(
             "document.html.j2",
             header=header,
             doc=document,
+            live=view,
+            counts=trial_counts(view.trials) if view is not None else {},
         )
+
+    def _trial_href(self, run_id: str, case: str) -> str | None:
+        if self.catalog.find("benchmark", run_id) is None:
+            return None  # a session's run kept in another store: its row says what it was
+        return self.href(f"/trial/{quote(run_id, safe='')}/{quote(case, safe='')}")
 
     def _benchmark_page(self, header: RunHeader) -> Reply:
         run = load_benchmark_run(self.root, header.location)
