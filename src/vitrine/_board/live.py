@@ -73,6 +73,28 @@ def _bounds(interval: Any) -> tuple[float | None, float | None]:
     return _number(interval.get("lower")), _number(interval.get("upper"))
 
 
+def _difference_row(c: Mapping[str, Any]) -> DifferenceRow:
+    effect = c.get("effect") if isinstance(c.get("effect"), Mapping) else {}
+    p = _number(c.get("p_value"))
+    return DifferenceRow(
+        f"{c.get('check')}: {c.get('challenger_arm')} vs {c.get('reference_arm')}",
+        _number(effect.get("estimate")),
+        *_bounds(effect),
+        note="" if p is None else f"p {p:.3g}",
+    )
+
+
+def _decision_row(w: Mapping[str, Any]) -> IntervalRow:
+    return IntervalRow(
+        f"{w.get('arm')} · {w.get('scenario')}",
+        _number(w.get("estimate")),
+        *_bounds(w.get("wilson_95")),
+        marker=_number(w.get("floor")),
+        marker_label="the decision's bound",
+        note=f"{w.get('successes')}/{w.get('measured')} → {w.get('decision')}",
+    )
+
+
 def live_view(doc: Mapping[str, Any], href: Callable[[str, str], str | None]) -> LiveView:
     """The page's rows and charts from a receipt; ``href(run_id, case)`` links a trial."""
     entries = [t for t in doc.get("trials") or () if isinstance(t, Mapping)]
@@ -82,34 +104,8 @@ def live_view(doc: Mapping[str, Any], href: Callable[[str, str], str | None]) ->
     )
     comparisons = [c for c in doc.get("comparisons") or () if isinstance(c, Mapping)]
     whole = [w for w in doc.get("whole_trial") or () if isinstance(w, Mapping)]
-    difference_rows = []
-    for c in comparisons:
-        lower, upper = _bounds(c.get("effect"))
-        effect = c.get("effect") if isinstance(c.get("effect"), Mapping) else {}
-        p = _number(c.get("p_value"))
-        difference_rows.append(
-            DifferenceRow(
-                label=f"{c.get('check')}: {c.get('challenger_arm')} vs {c.get('reference_arm')}",
-                estimate=_number(effect.get("estimate")),
-                lower=lower,
-                upper=upper,
-                note="" if p is None else f"p {p:.3g}",
-            )
-        )
-    interval_rows = []
-    for w in whole:
-        lower, upper = _bounds(w.get("wilson_95"))
-        interval_rows.append(
-            IntervalRow(
-                label=f"{w.get('arm')} · {w.get('scenario')}",
-                estimate=_number(w.get("estimate")),
-                lower=lower,
-                upper=upper,
-                marker=_number(w.get("floor")),
-                marker_label="the decision's bound",
-                note=f"{w.get('successes')}/{w.get('measured')} → {w.get('decision')}",
-            )
-        )
+    difference_rows = [_difference_row(c) for c in comparisons]
+    interval_rows = [_decision_row(w) for w in whole]
     return LiveView(
         trials=trials,
         comparisons=comparisons,
