@@ -69,7 +69,8 @@ __all__ = [
 
 VARIANT_SEED = 23
 _SOLD_OUT_SHARE = 0.5
-_SET_ASIDE_CUSTOMERS = 3
+_SET_ASIDE_CUSTOMERS = 2
+_BUDGET_RELATIONS = 4  # per architecture
 _TEXT_FACTS = ("tag_terms", "customer_markers", "semantics")
 _EXAMPLES = 8
 # The sensitive purchase is recent: a year-old one would be as set aside, but less plainly.
@@ -265,8 +266,8 @@ async def _budget_relation(
     base: ShopServices, facts: World, rng: random.Random, tally: _Tally
 ) -> None:
     """An item repriced to exactly the stated budget is still within it: the same products
-    are offered, and the answer is held to the repriced data. A seeded half of the requests
-    with a stated budget, each architecture its own half."""
+    are offered, and the answer is held to the repriced data. A few seeded requests with a
+    stated budget, each architecture its own."""
     budgeted = [
         request
         for case in exploration_cases()
@@ -275,7 +276,7 @@ async def _budget_relation(
     ]
     rng.shuffle(budgeted)
     for number, (name, answer) in enumerate(ARCHITECTURES):
-        for request in budgeted[number :: len(ARCHITECTURES)]:
+        for request in budgeted[number :: len(ARCHITECTURES)][:_BUDGET_RELATIONS]:
             budget = latest_budget(request.user_turns)
             if budget is None:
                 continue

@@ -12,10 +12,10 @@ tool output of it (name, arguments, status, data) must be the same interleaved a
 relation is differential, so it is generic over whatever state the shop keeps, and it needs no
 oracle of what the right answer is.
 
-The architectures are the scripted agent, the explorative agent (whose seeded probes order
-products and ask for other customers' records), the zero-model workflow and the served
-assistant (agent behind the front desk). Approvals reach the agents only: they are the one
-architecture with gated tools.
+The architectures are the explorative agent (whose seeded probes order products and ask for
+other customers' records), the zero-model workflow and the served assistant (the scripted
+agent behind the front desk). Approvals reach the explorative agent: the agent is the one
+architecture with gated tools, and the scripted model never orders.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any
 
 from vitrine import SubjectResponse
 from vitrine.service import ServiceOptions
-from vitrine_shop import scripted
 from vitrine_shop.agent import ShopAgent
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.evals.data_variants import variant_services
@@ -116,15 +115,6 @@ def _facts(response: SubjectResponse) -> dict[str, Any]:
     }
 
 
-def _agent(services: ShopServices) -> Turn:
-    agent = ShopAgent(scripted.ScriptedShopModel(), services, canary=_CANARY, traced=False)
-
-    async def turn(request: ShopRequest, approvals: ApprovalGate | None) -> dict[str, Any]:
-        return _facts(await agent.answer(request, approvals=approvals))
-
-    return turn
-
-
 def _explorer(services: ShopServices) -> Turn:
     model = ExplorativeShopModel(services.catalogue, services.personas, seed=EXPLORER_SEED)
     agent = ShopAgent(model, services, canary=_CANARY, traced=False)
@@ -160,8 +150,9 @@ def _served(services: ShopServices) -> Turn:
     return turn
 
 
+# The scripted agent is the served assistant's, behind its desk; it never orders, so the
+# approvals are asked of the explorative agent.
 ARCHITECTURES: tuple[tuple[str, Callable[[ShopServices], Turn]], ...] = (
-    ("agent", _agent),
     ("explorative agent", _explorer),
     ("workflow", _workflow),
     ("served assistant", _served),
