@@ -40,6 +40,10 @@ class LiveView:
     whole_chart: Markup
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -49,7 +53,7 @@ def _number(value: Any) -> float | None:
 
 
 def _trial(entry: Mapping[str, Any], href: Callable[[str, str], str | None]) -> LiveTrial:
-    facts = entry.get("trial") if isinstance(entry.get("trial"), Mapping) else {}
+    facts = _mapping(entry.get("trial"))
     measured, passed = facts.get("measured"), facts.get("passed")
     verdict = "not measured" if measured is not True else "passed" if passed else "failed"
     run_id, scenario = _text(entry.get("run_id")), str(entry.get("scenario") or "?")
@@ -74,7 +78,7 @@ def _bounds(interval: Any) -> tuple[float | None, float | None]:
 
 
 def _difference_row(c: Mapping[str, Any]) -> DifferenceRow:
-    effect = c.get("effect") if isinstance(c.get("effect"), Mapping) else {}
+    effect = _mapping(c.get("effect"))
     p = _number(c.get("p_value"))
     return DifferenceRow(
         f"{c.get('check')}: {c.get('challenger_arm')} vs {c.get('reference_arm')}",
