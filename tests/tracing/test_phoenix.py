@@ -16,8 +16,8 @@ from tracing_support import TRACING_VARIABLES, needs_otel
 
 import vitrine
 from vitrine._bench.results import RunResult
-from vitrine._outcomes import MeasurementState
 from vitrine._cli import main
+from vitrine._outcomes import MeasurementState
 from vitrine.store import load_run
 
 pytestmark = needs_otel
