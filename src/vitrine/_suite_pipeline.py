@@ -42,9 +42,10 @@ from vitrine._gates import GateResult, decide
 from vitrine._outcomes import ExitCode, Observation
 from vitrine._plans.base import PlanOutcome, PlanRequest
 from vitrine._progress import NodeStatus, SuiteNode, Timeline
+from vitrine._progress_bar import StepProgress
 from vitrine._redact import describe_exception
 from vitrine._suite_flags import CONTROLS_ONLY, NO_MODE, SELF_TEST
-from vitrine.controls._runner import ControlResult
+from vitrine.controls._runner import ControlResult, control_progress
 from vitrine.errors import InvalidArgumentError
 from vitrine.reports._console import render_console, terminal_console
 from vitrine.reports._live import LiveProgress
@@ -455,9 +456,14 @@ def build_report(pipeline: OfflinePipeline[Any], run: SuiteRun, *, mode: str) ->
 
 
 async def run_offline_mode(pipeline: OfflinePipeline[Any], request: PlanRequest) -> PlanOutcome:
-    """The offline plan: the mode the request asks for, its report, its exit code."""
+    """The offline plan: the mode the request asks for, its report, its exit code.
+
+    From the command line each registered control is counted on stderr as it finishes.
+    """
+    steps = StepProgress.on(sys.stderr, "controls") if request.console else None
     try:
-        return await _run_mode(pipeline, request)
+        with control_progress(steps):
+            return await _run_mode(pipeline, request)
     except (OSError, RunStoreError) as exc:
         # Evidence that cannot be persisted is not evidence: an infrastructure failure, never
         # a pass computed from runs nobody can recompute.

@@ -119,7 +119,8 @@ def test_eval_limit_and_exact_search_are_recorded(vitrine_home: Path, database, 
     assert [i["id"] for i in report["items"]] == [f"rag-{n:02d}" for n in range(44, 54)]
     assert report["search"] == "exact"
     assert report["items_judged"]["fitted_on_judged_items"] is True
-    assert "10/10 items scored" in capsys.readouterr().err
+    scored = [line for line in capsys.readouterr().err.splitlines() if " scored" in line]
+    assert len(scored) == 10 and scored[-1].startswith("vitrine rag: [10/10] rag-")
 
 
 def test_prod_mode_without_a_key_exits_4_and_writes_nothing(

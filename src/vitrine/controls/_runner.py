@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from vitrine._outcomes import Observation, Status, as_observation, status_of_label
+from vitrine._progress_bar import StepProgress
 from vitrine._redact import describe_exception, sanitize_text
 from vitrine.controls._model import ControlSpec, ManifestError
 from vitrine.errors import InvalidArgumentError
@@ -30,6 +34,7 @@ __all__ = [
     "ControlRegistry",
     "ControlResult",
     "OutcomeState",
+    "control_progress",
     "run_control",
     "run_controls",
 ]
@@ -39,6 +44,21 @@ T = TypeVar("T")
 Evaluated = Observation | bool | None | Awaitable[Observation | bool | None]
 
 _DETAIL_LIMIT = 160
+
+# Where finished controls are counted. A suite's controls step is its own code (it captures
+# state, then calls its registry), so the command that runs the suite sets this around it
+# rather than threading a parameter through every suite's signature.
+_PROGRESS: ContextVar[StepProgress | None] = ContextVar("vitrine_control_progress", default=None)
+
+
+@contextmanager
+def control_progress(steps: StepProgress | None) -> Iterator[None]:
+    """Within the block, :func:`run_controls` counts each finished control on ``steps``."""
+    token = _PROGRESS.set(steps)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
 
 
 class OutcomeState(StrEnum):
@@ -193,16 +213,27 @@ async def run_control(control: Control[Any]) -> ControlResult:
 async def run_controls(
     controls: Iterable[Control[Any]], *, concurrency: int = 8
 ) -> tuple[ControlResult, ...]:
-    """Run controls concurrently (bounded); results come back in registration order."""
+    """Run controls concurrently (bounded); results come back in registration order.
+
+    Inside :func:`control_progress` each finished control is one step: its id, caught or not.
+    """
     if concurrency < 1:
         raise InvalidArgumentError(f"concurrency must be at least 1, got {concurrency}")
     gate = asyncio.Semaphore(concurrency)
+    listed = tuple(controls)
+    steps = _PROGRESS.get() or StepProgress.lines("controls", None)
+    steps.begin(len(listed))
 
     async def one(control: Control[Any]) -> ControlResult:
         async with gate:
-            return await run_control(control)
+            started = time.monotonic()
+            result = await run_control(control)
+        outcome = "caught" if result.caught else "not caught"
+        steps.step(control.spec.id, outcome, duration_s=time.monotonic() - started)
+        return result
 
-    return tuple(await asyncio.gather(*(one(c) for c in controls)))
+    with steps:
+        return tuple(await asyncio.gather(*(one(c) for c in listed)))
 
 
 class ControlRegistry:

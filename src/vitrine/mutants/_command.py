@@ -131,6 +131,7 @@ def main(argv: Sequence[str]) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from vitrine._plans.base import UsageError
+    from vitrine._progress_bar import StepProgress
     from vitrine._suite import SuiteLoadError
     from vitrine.mutants._catalogue import CatalogueImportError, suite_mutants
     from vitrine.mutants._runner import DEFAULT_JOBS, DEFAULT_TIMEOUT_S, MutantRunError, run_mutants
@@ -167,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
                 output=args.output,
                 json_report=args.json_report,
                 html_report=args.html_report,
-                progress=_progress,
+                progress=StepProgress.on(sys.stderr, "mutants"),
                 generate=args.generate,
             )
         )
@@ -225,8 +226,3 @@ def _print_mutants(declared: SuiteMutants) -> None:
         if mutant.tests:
             out.write(f"  {'':<{width}}  tests: {' '.join(mutant.tests)}\n")
     out.flush()
-
-
-def _progress(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from vitrine._discovery import find_suite
 from vitrine._outcomes import ExitCode
 from vitrine._plans.base import UsageError
+from vitrine._progress_bar import StepProgress
 from vitrine._redact import sanitize_text
 from vitrine._suite import load_suite
 from vitrine.errors import MutantRunError
@@ -101,7 +102,7 @@ async def run_mutants(
     output: Path | str | None = None,
     json_report: Path | None = None,
     html_report: Path | None = None,
-    progress: Progress | None = None,
+    progress: Progress | StepProgress | None = None,
     generate: bool = False,
 ) -> MutantMatrix:
     """Run the healthy baseline and every selected mutant; write and return the kill matrix.
@@ -111,6 +112,8 @@ async def run_mutants(
     Raises :class:`~vitrine.UsageError` for a request that cannot run as stated
     (no catalogue, unknown ids, bad limits) and :class:`MutantRunError` when the result would
     mean nothing (the healthy subject does not pass, the catalogue cannot be imported).
+    ``progress`` takes the notes and one line per finished mutant (a line writer), or shows
+    them as a :class:`StepProgress` does (a bar on a terminal).
     """
 
     if jobs < 1:
@@ -126,7 +129,10 @@ async def run_mutants(
         raise MutantRunError(str(exc)) from exc
     plan = catalogue_plan(loaded, declared)
     mutants = select_mutants(declared.mutants, only)
-    say = progress or (lambda _line: None)
+    steps = (
+        progress if isinstance(progress, StepProgress) else StepProgress.lines("mutants", progress)
+    )
+    say = steps.note
     # Checked before anything runs: a relative test path that does not resolve from here would
     # otherwise fail only after the baseline, and only in a worker's log.
     unreachable = {
@@ -162,12 +168,11 @@ async def run_mutants(
         say(f"mutants: note: {note}")
 
     limit = asyncio.Semaphore(jobs)
-    done = 0
+    steps.begin(len(mutants))
 
     async def one(mutant: Mutant) -> MutantRow:
-        nonlocal done
         if mutant.id in unreachable:
-            done += 1
+            steps.skip(mutant.id, "not measured")
             return _row(mutant, Classification("not measured", unreachable[mutant.id], []), 0.0)
         async with limit:
             finished = await _run_worker(
@@ -182,15 +187,14 @@ async def run_mutants(
                 timeout_s,
             )
         row = _row(mutant, classify(finished.result, healthy.result.statuses), finished.duration_s)
-        done += 1
         killers = _first(row.killer_names, _PROGRESS_KILLERS) if row.outcome == "killed" else ""
-        say(
-            f"mutants: [{done}/{len(mutants)}] {mutant.id} {row.outcome}: {killers or row.reason} "
-            f"({finished.duration_s:.1f} s)"
+        steps.step(
+            mutant.id, f"{row.outcome}: {killers or row.reason}", duration_s=finished.duration_s
         )
         return row
 
-    rows = list(await asyncio.gather(*(one(mutant) for mutant in mutants)))
+    with steps:
+        rows = list(await asyncio.gather(*(one(mutant) for mutant in mutants)))
     matrix = _matrix(
         loaded.name,
         plan,

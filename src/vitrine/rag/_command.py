@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +30,7 @@ from vitrine._commandline import (
     print_error,
     run_command,
 )
+from vitrine._progress_bar import StepProgress
 from vitrine._vocabulary import ExitCode, MeasurementState, Status
 from vitrine.rag._database import DatabaseUnavailable
 
@@ -452,21 +453,24 @@ def _evaluate(args: argparse.Namespace) -> int:
             f"{provenance}",
             flush=True,
         )
-        outcome = asyncio.run(
-            evaluate(
-                items,
-                embedder=setup.embedder,
-                store=store,
-                table=setup.table,
-                top_k=top_k,
-                generator=generator,
-                scorer=scorer,
-                thresholds=thresholds,
-                exact=args.exact,
-                ef_search=args.ef_search,
-                progress=_progress_printer(len(items), live is not None),
+        steps = StepProgress.on(sys.stderr, PROG)
+        steps.begin(len(items))
+        with steps:
+            outcome = asyncio.run(
+                evaluate(
+                    items,
+                    embedder=setup.embedder,
+                    store=store,
+                    table=setup.table,
+                    top_k=top_k,
+                    generator=generator,
+                    scorer=scorer,
+                    thresholds=thresholds,
+                    exact=args.exact,
+                    ef_search=args.ef_search,
+                    progress=_progress_steps(steps, live is not None),
+                )
             )
-        )
     forms = {m.value: method.value for m, method in scorer.forms.items()}
     llm = any(v.startswith("llm:") for v in forms.values())
     summary = (
@@ -554,18 +558,16 @@ def _provenance(thresholds: RagThresholds, items: Sequence[DatasetItem]) -> str:
     return f"{where}, none of which is judged here"
 
 
-def _progress_printer(total: int, live: bool) -> Any:
-    """Progress on stderr: every answer and score with a live model, every tenth item offline."""
-    import time
+def _progress_steps(steps: StepProgress, live: bool) -> Callable[[int, int, str], None]:
+    """One step per scored item; with a live model each answer too, as a plain line, since a
+    model taking minutes per call would otherwise leave a log silent (a bar shows its clock)."""
 
-    started = time.perf_counter()
-
-    def report(done: int, _total: int, event: str) -> None:
-        scored = event.endswith("scored")
-        if live or (scored and (done % 10 == 0 or done == total)):
-            elapsed = time.perf_counter() - started
-            sys.stderr.write(f"{PROG}: {done}/{total} items scored ({event}, {elapsed:.1f} s)\n")
-            sys.stderr.flush()
+    def report(_done: int, _total: int, event: str) -> None:
+        item, _, what = event.rpartition(" ")
+        if what == "scored":
+            steps.step(item, what)
+        elif live and not steps.drawing:
+            steps.note(f"{PROG}: {event}")
 
     return report
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib.resources import files
@@ -27,6 +28,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from vitrine._bench.response import TokenUsage
+from vitrine._progress_bar import StepProgress
 from vitrine._redact import bound_text
 from vitrine.providers._base import (
     ChatCompletion,
@@ -317,9 +319,6 @@ async def run_adaptive(
     return result, tuple(chat.turns), chat.last_reply
 
 
-Progress = Callable[[str], None]
-
-
 async def run_adaptive_campaign(
     goals: Sequence[AdaptiveGoal],
     strategy: Strategy,
@@ -328,21 +327,29 @@ async def run_adaptive_campaign(
     *,
     judge: SafetyJudge | None = None,
     config: AdaptiveConfig | None = None,
-    progress: Progress | None = None,
+    progress: StepProgress | None = None,
 ) -> tuple[CampaignResult, dict[str, tuple[str, ...]], dict[str, str]]:
     """Every goal as one conversation, one after another; also the kept turns and a
-    reviewable excerpt of each last reply."""
+    reviewable excerpt of each last reply. ``progress`` counts one step per conversation,
+    with its outcome and the turns it kept (never their words)."""
 
     config = config or AdaptiveConfig()
     results: list[ProbeResult] = []
     turns: dict[str, tuple[str, ...]] = {}
     replies: dict[str, str] = {}
     used = 0
-    for index, goal in enumerate(goals):
-        if progress is not None:
-            progress(f"{strategy} conversation {index + 1}/{len(goals)}: {goal.id}")
+    steps = progress or StepProgress.lines(strategy, None)
+    steps.begin(len(goals))
+    for goal in goals:
+        started = time.monotonic()
         result, kept, last = await run_adaptive(
             goal, strategy, factory, attacker, judge=judge, config=config
+        )
+        why = "" if result.error is None else f", {result.error.code}"
+        steps.step(
+            goal.id,
+            f"{result.outcome.value} after {len(kept)} turn(s){why}",
+            duration_s=time.monotonic() - started,
         )
         results.append(result)
         turns[result.probe_id] = kept

@@ -360,6 +360,7 @@ def _adaptive_run(
     max_turns: int,
 ) -> int:
     """One adaptive campaign over ``goals``, written as its own run; returns its exit code."""
+    from vitrine._progress_bar import StepProgress
     from vitrine.redteam._adaptive import AdaptiveConfig, ScriptedAttacker, run_adaptive_campaign
     from vitrine.redteam._static import RunFacts
 
@@ -371,16 +372,18 @@ def _adaptive_run(
     attacker = models.attacker_source if attacker_kind == "provider" else ScriptedAttacker()
     assert attacker is not None
     started = _now()
-    result, turns, evidence = asyncio.run(
-        run_adaptive_campaign(
-            list(goals.values()),
-            strategy,
-            factory,
-            attacker,
-            judge=models.judge,
-            config=AdaptiveConfig(max_turns=max_turns),
+    with StepProgress.on(sys.stderr, f"{PROG} adaptive-{strategy}") as steps:
+        result, turns, evidence = asyncio.run(
+            run_adaptive_campaign(
+                list(goals.values()),
+                strategy,
+                factory,
+                attacker,
+                judge=models.judge,
+                config=AdaptiveConfig(max_turns=max_turns),
+                progress=steps,
+            )
         )
-    )
     facts = RunFacts(result, turns=turns, evidence=evidence)
     extra = {"strategy": strategy, "attacker": attacker.model_id}
     return _finish(args, f"adaptive-{strategy}", component, models, facts, started, extra)

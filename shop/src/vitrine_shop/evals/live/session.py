@@ -920,7 +920,7 @@ def _sink(request: PlanRequest) -> Callable[[object], None] | None:
     sinks: list[Callable[[object], None]] = []
     if request.progress is not None:
         sinks.append(request.progress)
-    if request.console and sys.stderr.isatty():
+    if request.console:  # a bar on a terminal, one line per trial in a log
         sinks.append(TrialDisplay(sys.stderr).handle)
     if not sinks:
         return None
