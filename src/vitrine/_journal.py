@@ -44,6 +44,9 @@ class TrialJournal:
     # for and nobody answered yet), and what it must do when the try ends.
     _state: dict[object, Any] = field(default_factory=dict, repr=False, compare=False)
     _at_end: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
+    # Suffixes an adapter adds to the trial's provenance (the HTTP transport it handed the
+    # subject's client), in the order first added.
+    provenance_tags: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def adapter_state(self, key: object, factory: Callable[[], _T]) -> _T:
         """The state ``key`` keeps for this try, made by ``factory`` on first use."""
@@ -54,6 +57,11 @@ class TrialJournal:
     def at_end(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` when the try ends, before its response is merged (once each)."""
         self._at_end.append(callback)
+
+    def tag_provenance(self, tag: str) -> None:
+        """Append ``tag`` (``+something``) to the trial's provenance when the try is merged."""
+        if tag not in self.provenance_tags:
+            self.provenance_tags.append(tag)
 
     def close(self) -> None:
         """Run the end-of-try callbacks, in the order they were registered."""
@@ -134,10 +142,16 @@ def merged(response: SubjectResponse, journal: TrialJournal) -> SubjectResponse:
         usage = journal.usage()
         if usage is not None:
             changes["usage"] = usage
+    provenance = response.provenance
+    for tag in journal.provenance_tags:
+        if tag not in provenance:
+            provenance += tag
     # An answer from the model-call cache is not a fresh measurement, whoever reported the
     # calls: the trial's provenance says so wherever it is shown (rows, board, reports).
-    if any(call.cached for call in journal.model_calls) and not response.provenance.endswith(
+    if any(call.cached for call in journal.model_calls) and not provenance.endswith(
         CACHED_PROVENANCE
     ):
-        changes["provenance"] = response.provenance + CACHED_PROVENANCE
+        provenance += CACHED_PROVENANCE
+    if provenance != response.provenance:
+        changes["provenance"] = provenance
     return replace(response, **changes) if changes else response  # type: ignore[arg-type]

@@ -23,17 +23,21 @@ Outside a trial every request passes through untouched.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hashlib
+import importlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+import warnings
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx2
 import openai
+from openai._base_client import AsyncHttpxClientWrapper
 from openai._constants import DEFAULT_CONNECTION_LIMITS, DEFAULT_MAX_RETRIES
 
 from vitrine._bench.response import AttemptOutcome, ModelCallRecord
@@ -41,15 +45,19 @@ from vitrine._journal import TrialJournal, current_journal
 from vitrine._redact import describe_exception
 from vitrine.adapters._cache import ModelCallCache
 from vitrine.adapters._tools import RequestedCall, ToolLedger, parse_arguments
-from vitrine.errors import InvalidArgumentError, ProviderError, WrongTypeError
+from vitrine.errors import InvalidArgumentError, ProviderError, UsageError, WrongTypeError
 from vitrine.providers._base import ProviderFailure
 from vitrine.providers._http_transport import failure_for_status
 from vitrine.tracing import _semconv as sc
 from vitrine.tracing._spans import Span, model_call, provider_attempt
 
-__all__ = ["AsyncOpenAITransport", "OpenAITransport", "instrument_openai"]
+__all__ = ["AIOHTTP_PROVENANCE", "AsyncOpenAITransport", "OpenAITransport", "instrument_openai"]
 
 _C = TypeVar("_C", bound=openai.OpenAI | openai.AsyncOpenAI)
+Transport = Literal["sdk", "aiohttp"]
+# Added to a trial's provenance when its requests went out on the aiohttp transport that
+# ``instrument_openai(..., transport="aiohttp")`` handed the client.
+AIOHTTP_PROVENANCE = "+openai-aiohttp"
 
 RETRY_HEADER = "x-stainless-retry-count"
 STREAM_CUT = "the stream was closed before its end"
@@ -337,6 +345,8 @@ class _Recorder:
         self.provider = provider
         self.max_retries = max_retries
         self.record_tools = record_tools
+        # Set by instrument_openai on the transport it handed the client; None otherwise.
+        self.provenance: str | None = None
 
     # -- around the inner transport's send -------------------------------------------------
 
@@ -348,7 +358,11 @@ class _Recorder:
             return None
         with self.sending(exchange):
             hit = self.cached(exchange)
-        return exchange if hit is None else _from_cache(request, *hit)
+        if hit is not None:
+            return _from_cache(request, *hit)
+        if self.provenance is not None:
+            exchange.call.journal.tag_provenance(self.provenance)
+        return exchange
 
     def sending(self, exchange: _Exchange | None) -> AbstractContextManager[None]:
         """Around a send: what it raises is recorded as the attempt's failure, then goes on to
@@ -765,12 +779,100 @@ class AsyncOpenAITransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
+def _aiohttp_transport_type() -> type[httpx2.AsyncBaseTransport]:
+    """The class of the SDK's own aiohttp transport (what ``openai.DefaultAioHttpClient``
+    sends through); a :class:`~vitrine.errors.UsageError` when aiohttp is not installed."""
+    # Imported on demand: a client on the default transport never needs it.
+    try:
+        vendored = importlib.import_module("openai._vendor.httpx_aiohttp")
+    except ImportError as exc:
+        raise UsageError(
+            'transport="aiohttp" needs the OpenAI SDK\'s aiohttp backend: pip install '
+            '"openai[aiohttp]" (or vitrine[live])'
+        ) from exc
+    return vendored.AiohttpTransport  # type: ignore[no-any-return]
+
+
+async def _closed_with_loop(transport: httpx2.AsyncBaseTransport) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await transport.aclose()
+
+
+class _AiohttpPerLoop(httpx2.AsyncBaseTransport):
+    """The SDK's aiohttp transport, one per event loop, each closed as its loop shuts down.
+
+    An aiohttp session belongs to the loop it was opened on: the SDK's transport alone fails
+    on a second ``asyncio.run`` (a second ``vitrine.evaluate``), and one nobody closed logs
+    "Unclosed client session" at exit, since a sync ``evaluate`` leaves the caller no loop to
+    close it on. A transport per loop, finalised with its loop, avoids both.
+    """
+
+    def __init__(self) -> None:
+        self._by_loop: dict[
+            asyncio.AbstractEventLoop,
+            tuple[httpx2.AsyncBaseTransport, AsyncGenerator[None, None]],
+        ] = {}
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        loop = asyncio.get_running_loop()
+        entry = self._by_loop.get(loop)
+        if entry is None:
+            # A transport holds its loop, so ended loops are let go of here, not by weak keys.
+            for ended in [known for known in self._by_loop if known.is_closed()]:
+                del self._by_loop[ended]
+            # The SDK's aiohttp client, used only for the transport it builds (its limits,
+            # TLS and environment settings); the HTTP client the SDK made stays.
+            transport = openai.DefaultAioHttpClient()._transport
+            entry = self._by_loop[loop] = (transport, _closed_with_loop(transport))
+            # Started while the loop runs, so the loop finalises it at shutdown.
+            await anext(entry[1])
+        return await entry[0].handle_async_request(request)
+
+    async def aclose(self) -> None:
+        entry = self._by_loop.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[1].aclose()
+
+
+def _sends_by_aiohttp(transport: object, aiohttp_type: type[Any]) -> bool:
+    return isinstance(transport, _AiohttpPerLoop | aiohttp_type)
+
+
+def _hand_aiohttp(http: httpx2.AsyncClient, aiohttp_type: type[Any]) -> bool:
+    """Put the SDK's aiohttp transport under the SDK's own HTTP client; whether aiohttp now
+    sends for it. A client the user built (``http_client=``) is never touched."""
+    current = http._transport
+    wrapper = current if isinstance(current, AsyncOpenAITransport) else None
+    base = current if wrapper is None else wrapper.inner
+    if _sends_by_aiohttp(base, aiohttp_type):
+        return True
+    # Only the client the SDK made itself is swapped: its settings are the SDK's defaults,
+    # which ``DefaultAioHttpClient`` reproduces; a user's own client keeps what they chose.
+    if type(http) is not AsyncHttpxClientWrapper or type(base) is not httpx2.AsyncHTTPTransport:
+        warnings.warn(
+            f'transport="aiohttp" left this client\'s own http_client '
+            f"({type(http).__name__}) as it was; pass http_client=openai.DefaultAioHttpClient() "
+            f"to send through aiohttp",
+            stacklevel=3,
+        )
+        return False
+    fast = _AiohttpPerLoop()
+    if wrapper is None:
+        http._transport = fast
+    else:
+        wrapper.inner = fast
+    return True
+
+
 def instrument_openai(
     client: _C,
     *,
     cache: ModelCallCache | None = None,
     provider: str = "openai",
     record_tools: bool = True,
+    transport: Transport = "sdk",
 ) -> _C:
     """Record every model call ``client`` makes inside a trial; returns ``client`` itself.
 
@@ -786,11 +888,23 @@ def instrument_openai(
     an ``error`` record when it never does), unless ``record_tools=False``. ``cache`` is an
     opt-in :class:`~vitrine.adapters.ModelCallCache`. Outside a trial the client behaves
     exactly as before.
+
+    ``transport="aiohttp"`` (``AsyncOpenAI`` only) sends the client's requests through the
+    SDK's own aiohttp backend (the transport of ``openai.DefaultAioHttpClient``) instead of
+    its default httpx2 pool, which costs several times the CPU per request at high
+    concurrency; the trial's provenance gains ``+openai-aiohttp``. Call it before the
+    client's first request. A client given its own ``http_client`` keeps it, with a warning.
     """
     if not isinstance(client, openai.OpenAI | openai.AsyncOpenAI):
         raise WrongTypeError(
             f"instrument_openai takes an openai.OpenAI or openai.AsyncOpenAI client, got "
             f"{type(client).__name__}"
+        )
+    if transport not in ("sdk", "aiohttp"):
+        raise InvalidArgumentError(f'transport must be "sdk" or "aiohttp", got {transport!r}')
+    if transport == "aiohttp" and not isinstance(client, openai.AsyncOpenAI):
+        raise InvalidArgumentError(
+            'transport="aiohttp" is for openai.AsyncOpenAI: aiohttp has no synchronous client'
         )
     http = client._client
     if not isinstance(http, httpx2.Client | httpx2.AsyncClient):
@@ -810,22 +924,32 @@ def instrument_openai(
             f"instrument_openai cannot reach the transport of {type(http).__name__}; build the "
             f"client with http_client=httpx2.Client(transport={kind.__name__}(...)) instead"
         )
-    if isinstance(transports, kind):
-        return client
+    aiohttp_type: type[Any] | None = None
+    if transport == "aiohttp" and isinstance(http, httpx2.AsyncClient):
+        aiohttp_type = _aiohttp_transport_type()
+        if not _hand_aiohttp(http, aiohttp_type):
+            aiohttp_type = None
+    if not isinstance(http._transport, kind):
 
-    def wrap(inner: Any) -> Any:
-        return kind(
-            inner,
-            cache=cache,
-            provider=provider,
-            max_retries=client.max_retries,
-            record_tools=record_tools,
-        )
+        def wrap(inner: Any) -> Any:
+            return kind(
+                inner,
+                cache=cache,
+                provider=provider,
+                max_retries=client.max_retries,
+                record_tools=record_tools,
+            )
 
-    # Proxies are mounted transports: each is wrapped, so a proxied request is recorded too.
-    http._transport = wrap(transports)
-    http._mounts = {
-        pattern: None if mounted is None else wrap(mounted)
-        for pattern, mounted in http._mounts.items()
-    }
+        # Proxies are mounted transports: each is wrapped, so a proxied request is recorded.
+        http._transport = wrap(http._transport)
+        http._mounts = {
+            pattern: None if mounted is None else wrap(mounted)
+            for pattern, mounted in http._mounts.items()
+        }
+    if aiohttp_type is not None:
+        # Only what aiohttp sends is marked: a proxy mounted from the environment keeps the
+        # SDK's own transport, and its requests say so by carrying no mark.
+        for wrapped in (http._transport, *http._mounts.values()):
+            if isinstance(wrapped, kind) and _sends_by_aiohttp(wrapped.inner, aiohttp_type):
+                wrapped.recorder.provenance = AIOHTTP_PROVENANCE
     return client
