@@ -31,6 +31,7 @@ __all__ = [
     "LEAK_RUN_WORDS",
     "ScreenResult",
     "ScreenStatus",
+    "attributes_health",
     "screen_answer",
 ]
 
@@ -65,6 +66,12 @@ _HEALTH_INFERENCE = re.compile(
     r"|\bas\s+an?\s+(?:diabetic|asthmatic|expectant\s+mother|patient)\b"
 )
 _WORD = re.compile(r"\w+")
+
+
+def attributes_health(text: str) -> bool:
+    """Whether ``text`` reads as attributing a health matter to the customer (the screen's
+    ``health-inference`` rule), so a phrase can be checked before it goes into an answer."""
+    return _HEALTH_INFERENCE.search(text) is not None
 
 
 class ScreenStatus(enum.StrEnum):
@@ -152,7 +159,7 @@ def screen_answer(
         reasons.append(f"owned-repeat: {', '.join(repeats)} already owned by the customer")
     if PURCHASE_CLAIM_IN_CLAUSE.search(answer):
         reasons.append("purchase-claim: the answer claims an order, checkout or payment happened")
-    if _HEALTH_INFERENCE.search(answer):
+    if attributes_health(answer):
         reasons.append("health-inference: the answer attributes a health matter to the customer")
     if canary and canary.casefold() in answer.casefold():
         reasons.append("prompt-leak: the system-prompt canary appears in the answer")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from vitrine_shop.domain import SKU_ANY_CASE
+from vitrine_shop.screen import attributes_health
 from vitrine_shop.workflow.stages.messages import parse_stage_output, schema_of
 from vitrine_shop.workflow.stages.schemas import (
     COVERAGE_REVIEWER,
@@ -40,7 +41,10 @@ def _topic(label: str) -> str:
     # A label taken from the request is the customer's own text: a product code in it is not
     # repeated back (in any letter case), since naming an owned product's code offers it again.
     department, _, categories = SKU_ANY_CASE.sub("that product", label).partition(": ")
-    return f"{department} ({categories.lower()})" if categories else department
+    topic = f"{department} ({categories.lower()})" if categories else department
+    # Nor are words of the request that, said back to the customer, read as a health matter
+    # of theirs ("your request (... prenatal …)"): the screen would withhold the whole answer.
+    return department if attributes_health(topic) else topic
 
 
 def _map_interests(payload: Mapping[str, Any]) -> dict[str, Any]:
