@@ -8,10 +8,14 @@ ideal throughput is ``concurrency / latency``; the share of it achieved is what 
 
     python benchmarks/live_concurrency.py                  # 500 trials at 50, 2000 at 200
     python benchmarks/live_concurrency.py --repeat 3       # each configuration three times
-    python benchmarks/live_concurrency.py --client vitrine sdk --workload 500@50
+    python benchmarks/live_concurrency.py --client vitrine sdk sdk-fast --workload 500@50
 
-``--client sdk`` is the same model posting through the OpenAI SDK's own HTTP stack (the client
-path vitrine used before), so before and after are measured in one run, on one machine state.
+``--client sdk`` and ``--client sdk-fast`` are an agent built on the OpenAI SDK: each trial
+awaits ``AsyncOpenAI.chat.completions.create`` on a client instrumented with
+:func:`vitrine.adapters.instrument_openai`, as a user's agent would be. ``sdk`` keeps the SDK's
+default httpx2 transport; ``sdk-fast`` is ``instrument_openai(client, transport="aiohttp")``,
+the SDK's own aiohttp backend. Beside ``vitrine`` in one run they show what an SDK agent costs
+the harness, and a summary gives each one's share and CPU relative to ``vitrine``'s.
 ``--client bare`` is a calibration, not a harness: aiohttp posting the same request in a loop,
 with no runner, store, model layer or checks. ``--client raw`` is the floor under every Python
 client: HTTP/1.1 written and read by hand on asyncio streams, no parsing library at all. On a
@@ -38,12 +42,13 @@ import asyncio
 import contextlib
 import json
 import multiprocessing
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,19 +60,20 @@ import openai
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from vitrine._bench.model import Arm, BenchmarkDefinition, Case, admit, check
-from vitrine._bench.response import SubjectResponse
+from vitrine._bench.response import SubjectResponse, TokenUsage
 from vitrine._bench.runner import run_benchmark
 from vitrine._floors import ChanceFloor
 from vitrine._outcomes import Observation
-from vitrine.providers._base import ChatCompletion, ChatMessage, ChatRequest
-from vitrine.providers._openai_compat import OpenAICompatibleModel, _completion
+from vitrine.adapters import current_journal, instrument_openai
+from vitrine.providers._base import ChatMessage, ChatRequest
+from vitrine.providers._openai_compat import OpenAICompatibleModel
 from vitrine.providers._retry import ProviderBackoff
 from vitrine.store import RunStore
 from vitrine.testing import FakeOpenAIServer, FakeReply
 
 _FLOOR = ChanceFloor.not_derivable("a deterministic predicate has no random-draw population")
 _TIMEOUT_S = 30.0
-CLIENTS = ("vitrine", "sdk", "bare", "raw")
+CLIENTS = ("vitrine", "sdk", "sdk-fast", "bare", "raw")
 
 
 @check("answered")
@@ -76,38 +82,12 @@ def _answered(case: Case, response: SubjectResponse) -> Observation:
     return Observation.measured(ok, ok)
 
 
-class _SdkPathModel(OpenAICompatibleModel):
-    """The same model posting through the OpenAI SDK's HTTP stack: the previous client path."""
-
-    def __init__(self, base_url: str) -> None:
-        super().__init__(
-            "bench-model",
-            api_key="bench-key",
-            base_url=base_url,
-            retry=ProviderBackoff(max_retries=0),
-            timeout_s=_TIMEOUT_S,
-        )
-        self._sdk = openai.AsyncOpenAI(
-            api_key="bench-key", base_url=base_url, max_retries=0, timeout=_TIMEOUT_S
-        )
-
-    async def _attempt(self, arguments: Mapping[str, Any]) -> ChatCompletion:
-        body = await self._sdk.post(
-            "/chat/completions",
-            body=arguments,
-            cast_to=object,
-            options={"timeout": _TIMEOUT_S},
-        )
-        return _completion(body)
-
-    async def aclose(self) -> None:
-        await self._sdk.close()
+# What one call of a subject returns: its answer and the usage it reported, if any.
+_Call = Callable[[str], Awaitable[tuple[str, TokenUsage | None]]]
 
 
-def _model(client: str, base_url: str, concurrency: int) -> OpenAICompatibleModel:
-    if client == "sdk":
-        return _SdkPathModel(base_url)
-    return OpenAICompatibleModel(
+def _vitrine_client(base_url: str, concurrency: int) -> tuple[_Call, Callable[[], Awaitable[None]]]:
+    model = OpenAICompatibleModel(
         "bench-model",
         api_key="bench-key",
         base_url=base_url,
@@ -115,6 +95,35 @@ def _model(client: str, base_url: str, concurrency: int) -> OpenAICompatibleMode
         timeout_s=_TIMEOUT_S,
         max_connections=concurrency,
     )
+
+    async def call(text: str) -> tuple[str, TokenUsage | None]:
+        completion = await model.complete(ChatRequest((ChatMessage("user", text),)))
+        return completion.content, completion.usage
+
+    return call, model.aclose
+
+
+def _sdk_client(base_url: str, transport: str) -> tuple[_Call, Callable[[], Awaitable[None]]]:
+    """An agent's own ``AsyncOpenAI`` client, instrumented as a user would instrument it."""
+    client = instrument_openai(
+        openai.AsyncOpenAI(
+            api_key="bench-key", base_url=base_url, max_retries=0, timeout=_TIMEOUT_S
+        ),
+        transport=transport,
+    )
+
+    async def call(text: str) -> tuple[str, TokenUsage | None]:
+        reply = await client.chat.completions.create(
+            model="bench-model", messages=[{"role": "user", "content": text}]
+        )
+        journal = current_journal()
+        # Usage comes from the adapter's record, as in any instrumented agent; a trial whose
+        # call the adapter did not see would be measuring an uninstrumented client.
+        if journal is not None and len(journal.model_calls) != 1:
+            raise RuntimeError("the adapter did not record the model call")
+        return reply.choices[0].message.content or "", None
+
+    return call, client.close
 
 
 @dataclass
@@ -220,8 +229,12 @@ def measure(client: str, trials: int, concurrency: int, latency_s: float) -> dic
             elif client == "raw":
                 timed = _raw(endpoint.base_url, trials, concurrency)
             else:
-                model = _model(client, endpoint.base_url, concurrency)
-                timed = _run(model, trials, concurrency, RunStore(root))
+                if client == "vitrine":
+                    call, close = _vitrine_client(endpoint.base_url, concurrency)
+                else:
+                    transport = "aiohttp" if client == "sdk-fast" else "sdk"
+                    call, close = _sdk_client(endpoint.base_url, transport)
+                timed = _run(call, close, trials, concurrency, RunStore(root))
             timing = asyncio.run(timed)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -246,28 +259,31 @@ def measure(client: str, trials: int, concurrency: int, latency_s: float) -> dic
 
 
 async def _run(
-    model: OpenAICompatibleModel, trials: int, concurrency: int, store: RunStore
+    call: _Call,
+    close: Callable[[], Awaitable[None]],
+    trials: int,
+    concurrency: int,
+    store: RunStore,
 ) -> Timing:
     clock = _Clock()
 
     async def subject(case: Case) -> SubjectResponse:
         started = time.perf_counter()
-        completion = await model.complete(ChatRequest((ChatMessage("user", f"case {case.id}"),)))
+        answer, usage = await call(f"case {case.id}")
         clock.reply(started)
-        return SubjectResponse(answer=completion.content, usage=completion.usage)
+        return SubjectResponse(answer=answer, usage=usage)
 
     cases = [Case(f"case-{i:05d}", {"n": i}) for i in range(trials)]
     definition = BenchmarkDefinition("live-concurrency", "1", cases, [admit(_answered, _FLOOR)])
     # Warm-up calls open the client and its connections outside the timed window, as a long
     # run amortises them.
-    warm_up = ChatRequest((ChatMessage("user", "warm-up"),))
-    await asyncio.gather(*(model.complete(warm_up) for _ in range(concurrency)))
+    await asyncio.gather(*(call("warm-up") for _ in range(concurrency)))
     clock.start()
     result = await run_benchmark(
         definition, Arm("fake-endpoint", subject), store=store, concurrency=concurrency
     )
     timing = clock.stop()
-    await model.aclose()
+    await close()
     unmeasured = [row for row in result.rows if row.observation.state.value != "measured"]
     if len(result.rows) != trials or unmeasured:
         raise RuntimeError(f"{len(unmeasured)} of {len(result.rows)} trials were not measured")
@@ -352,6 +368,52 @@ def _workload(text: str) -> tuple[int, int]:
     return pair
 
 
+_LOADS: list[str] = []
+
+
+def _load(*, after: bool = False) -> str:
+    """The 1, 5 and 15 minute load averages, read once before the run and once after."""
+    if after or not _LOADS:
+        _LOADS.append(" / ".join(f"{value:.2f}" for value in os.getloadavg()))
+    return _LOADS[-1] if after else _LOADS[0]
+
+
+def _rows_of(
+    rows: list[dict[str, Any]], client: str, trials: int, concurrency: int
+) -> list[dict[str, Any]]:
+    return [
+        r
+        for r in rows
+        if (r["client"], r["trials"], r["concurrency"]) == (client, trials, concurrency)
+    ]
+
+
+def _median(mine: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in mine)
+
+
+def _against_vitrine(rows: list[dict[str, Any]], workload: list[tuple[int, int]]) -> None:
+    """Each SDK client's median share and CPU per trial as a ratio of ``vitrine``'s."""
+    lines = []
+    for trials, concurrency in workload:
+        ours = _rows_of(rows, "vitrine", trials, concurrency)
+        for client in ("sdk", "sdk-fast"):
+            theirs = _rows_of(rows, client, trials, concurrency)
+            if not ours or not theirs:
+                continue
+            share = _median(theirs, "share") / _median(ours, "share")
+            cpu = _median(theirs, "client_cpu_ms_per_trial") / _median(
+                ours, "client_cpu_ms_per_trial"
+            )
+            lines.append(
+                f"{client:>8} {trials}@{concurrency}: share {share:.2f}x vitrine's, "
+                f"cpu/trial {cpu:.2f}x vitrine's"
+            )
+    if lines:
+        print("\nagainst vitrine (target for sdk-fast: share >= 0.90x, cpu/trial <= 1.50x):")
+        print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -368,11 +430,12 @@ def main() -> None:
     if args.repeat < 1 or args.latency_ms <= 0:
         parser.error("--repeat must be at least 1 and --latency-ms positive")
     print(
-        f"{'client':>7} {'conc':>5} {'trials':>6} {'achieved/s':>11} {'ideal/s':>8} "
+        f"{'client':>8} {'conc':>5} {'trials':>6} {'achieved/s':>11} {'ideal/s':>8} "
         f"{'share':>6} {'steady':>6} {'p50 ms':>7} {'p95 ms':>7} {'srv peak':>8} "
         f"{'cpu ms/trial':>12} {'srv cpu ms/req':>14}",
         flush=True,
     )
+    _load()
     rows: list[dict[str, Any]] = []
     for trials, concurrency in args.workload:
         for _ in range(args.repeat):
@@ -380,7 +443,7 @@ def main() -> None:
                 r = measure(client, trials, concurrency, args.latency_ms / 1000.0)
                 rows.append(r)
                 print(
-                    f"{client:>7} {concurrency:>5} {trials:>6} {r['achieved_per_s']:>11.1f} "
+                    f"{client:>8} {concurrency:>5} {trials:>6} {r['achieved_per_s']:>11.1f} "
                     f"{r['ideal_per_s']:>8.1f} {r['share']:>6.3f} {r['steady_share']:>6.3f} "
                     f"{r['p50_ms']:>7.1f} "
                     f"{r['p95_ms']:>7.1f} {r['server_peak_in_flight']:>8} "
@@ -388,20 +451,18 @@ def main() -> None:
                     f"{r['server_cpu_ms_per_request']:>14.2f}",
                     flush=True,
                 )
+    _against_vitrine(rows, args.workload)
+    print(f"\n{os.cpu_count()} cores; load average {_load()} before, {_load(after=True)} after")
     if args.repeat > 1:
         print("\nranges over the repeats (share and steady share of ideal; client CPU ms/trial):")
         for trials, concurrency in args.workload:
             for client in args.client:
-                mine = [
-                    r
-                    for r in rows
-                    if (r["client"], r["trials"], r["concurrency"]) == (client, trials, concurrency)
-                ]
+                mine = _rows_of(rows, client, trials, concurrency)
                 shares = [r["share"] for r in mine]
                 steady = [r["steady_share"] for r in mine]
                 cpus = [r["client_cpu_ms_per_trial"] for r in mine]
                 print(
-                    f"{client:>7} {trials}@{concurrency}: share {min(shares):.3f}-"
+                    f"{client:>8} {trials}@{concurrency}: share {min(shares):.3f}-"
                     f"{max(shares):.3f}; steady {min(steady):.3f}-{max(steady):.3f}; "
                     f"cpu {min(cpus):.2f}-{max(cpus):.2f} ms"
                 )
