@@ -46,6 +46,7 @@ from vitrine_shop.evals.exploration import (
     repriced,
 )
 from vitrine_shop.evals.population import POPULATION_KEY
+from vitrine_shop.evals.provider_faults import observe_provider_faults
 from vitrine_shop.evals.session_isolation import observe_isolation
 from vitrine_shop.evals.structural_evidence import (
     WorkflowFactory,
@@ -196,6 +197,7 @@ async def produce_evidence(
             "delivery": await observe_delivery(swept),
             "variants": await observe_variants(swept),
             "isolation": await observe_isolation(swept),
+            "faults": await observe_provider_faults(swept),
         }
 
     inj, rec, jud, wf, inv = await asyncio.gather(

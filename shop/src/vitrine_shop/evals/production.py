@@ -229,6 +229,7 @@ _PROBED = {
     "delivery": "delivery oracles",
     "variants": "data variants",
     "isolation": "session isolation",
+    "faults": "provider faults",
 }
 
 
