@@ -28,6 +28,7 @@ import contextvars
 import hashlib
 import importlib
 import json
+import threading
 import time
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
@@ -810,6 +811,7 @@ class _AiohttpPerLoop(httpx2.AsyncBaseTransport):
     """
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._by_loop: dict[
             asyncio.AbstractEventLoop,
             tuple[httpx2.AsyncBaseTransport, AsyncGenerator[None, None]],
@@ -819,13 +821,14 @@ class _AiohttpPerLoop(httpx2.AsyncBaseTransport):
         loop = asyncio.get_running_loop()
         entry = self._by_loop.get(loop)
         if entry is None:
-            # A transport holds its loop, so ended loops are let go of here, not by weak keys.
-            for ended in [known for known in self._by_loop if known.is_closed()]:
-                del self._by_loop[ended]
-            # The SDK's aiohttp client, used only for the transport it builds (its limits,
-            # TLS and environment settings); the HTTP client the SDK made stays.
-            transport = openai.DefaultAioHttpClient()._transport
-            entry = self._by_loop[loop] = (transport, _closed_with_loop(transport))
+            with self._lock:  # loops on other threads may open theirs at the same time
+                # A transport holds its loop, so ended loops are let go of here.
+                for ended in [known for known in self._by_loop if known.is_closed()]:
+                    del self._by_loop[ended]
+                # The SDK's aiohttp client, used only for the transport it builds (its
+                # limits, TLS and environment settings); the HTTP client the SDK made stays.
+                transport = openai.DefaultAioHttpClient()._transport
+                entry = self._by_loop[loop] = (transport, _closed_with_loop(transport))
             # Started while the loop runs, so the loop finalises it at shutdown.
             await anext(entry[1])
         return await entry[0].handle_async_request(request)
