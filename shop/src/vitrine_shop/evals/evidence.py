@@ -45,6 +45,7 @@ from vitrine_shop.evals.exploration import (
     observe_exploration,
     repriced,
 )
+from vitrine_shop.evals.latest_turn import observe_latest_turn
 from vitrine_shop.evals.population import POPULATION_KEY
 from vitrine_shop.evals.provider_faults import observe_provider_faults
 from vitrine_shop.evals.session_isolation import observe_isolation
@@ -198,6 +199,7 @@ async def produce_evidence(
             "variants": await observe_variants(swept),
             "isolation": await observe_isolation(swept),
             "faults": await observe_provider_faults(swept),
+            "latest_turn": await observe_latest_turn(swept),
         }
 
     inj, rec, jud, wf, inv = await asyncio.gather(

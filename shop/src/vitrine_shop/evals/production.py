@@ -230,6 +230,7 @@ _PROBED = {
     "variants": "data variants",
     "isolation": "session isolation",
     "faults": "provider faults",
+    "latest_turn": "latest-turn conversations",
 }
 
 
