@@ -47,6 +47,7 @@ from vitrine_shop.evals.exploration import (
 )
 from vitrine_shop.evals.latest_turn import observe_latest_turn
 from vitrine_shop.evals.population import POPULATION_KEY
+from vitrine_shop.evals.probe_guard import guarded
 from vitrine_shop.evals.provider_faults import observe_provider_faults
 from vitrine_shop.evals.session_isolation import observe_isolation
 from vitrine_shop.evals.structural_evidence import (
@@ -191,16 +192,17 @@ async def produce_evidence(
         }
         explored = await observe_exploration(shop.explored, store=store, runs=kept)
         swept = shop.swept()
-        return {
-            **explored,
-            "sweep": await observe_tool_sweep(swept),
-            "contract": await observe_contract(swept),
-            "delivery": await observe_delivery(swept),
-            "variants": await observe_variants(swept),
-            "isolation": await observe_isolation(swept),
-            "faults": await observe_provider_faults(swept),
-            "latest_turn": await observe_latest_turn(swept),
+        probes: dict[str, Callable[[Any], Awaitable[dict[str, Any]]]] = {
+            "sweep": observe_tool_sweep,
+            "contract": observe_contract,
+            "delivery": observe_delivery,
+            "variants": observe_variants,
+            "isolation": observe_isolation,
+            "faults": observe_provider_faults,
+            "latest_turn": observe_latest_turn,
         }
+        # One after another, as before: they share the swept shop's services.
+        return {**explored, **{key: await guarded(key, run(swept)) for key, run in probes.items()}}
 
     inj, rec, jud, wf, inv = await asyncio.gather(
         injection(), recall(), judged(), workflow_shape(), invariants()
