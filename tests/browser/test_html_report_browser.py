@@ -26,10 +26,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _fixtures() -> ModuleType:
+def _fixtures(module_name: str = "test_reports") -> ModuleType:
     # The report fixture lives with the unit tests; load it by path so this file runs alone too.
-    path = Path(__file__).resolve().parents[1] / "unit" / "test_reports.py"
-    spec = importlib.util.spec_from_file_location("report_fixtures", path)
+    path = Path(__file__).resolve().parents[1] / "unit" / f"{module_name}.py"
+    spec = importlib.util.spec_from_file_location(f"browser_{module_name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -103,5 +103,40 @@ def test_a_passing_report_fits_a_few_screens_and_unfolds_to_its_charts(tmp_path)
             sync_api.expect(chart).to_be_visible()
             page.locator("#controls ~ details > summary").click()
             sync_api.expect(page.locator("table.controls")).to_be_visible()
+        finally:
+            browser.close()
+
+
+def test_a_failing_gates_first_problem_is_on_the_report_and_the_board_run_page(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from vitrine import Case, Evaluation
+    from vitrine._board.app import Board
+    from vitrine._board.server import serve
+
+    odd = _fixtures("test_gate_problems")
+    evaluation = Evaluation(
+        "odd",
+        cases=[Case(f"c{i}", i) for i in range(4)],
+        checks=[odd.says_its_number],
+        arms={"echo": odd.echo},
+    )
+    evaluation.run(store=tmp_path).write_reports(tmp_path / "reports" / "odd")
+    (report,) = (tmp_path / "reports" / "odd").glob("*.html")
+    problem = "case c0, repetition 1: failed"
+    with serve(Board(tmp_path, persist_cache=False)) as server, sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(report.as_uri())
+            gates = page.locator("table", has=page.locator("caption", has_text="Gates"))
+            # Beside the verdict, in the first screen: the reader need not open anything.
+            sync_api.expect(gates.get_by_text(problem)).to_be_visible()
+            assert gates.get_by_text(problem).bounding_box()["y"] < 900
+            page.goto(server.login_url)
+            page.goto(server.url + "?kind=offline")  # the evaluation's report, not its runs
+            page.locator("#runs tbody tr a").first.click()
+            sync_api.expect(page.get_by_text(problem).first).to_be_visible()
         finally:
             browser.close()
