@@ -50,3 +50,19 @@ def test_without_a_destination_nothing_is_started(monkeypatch):
     result = vitrine.evaluate(_definition(), vitrine.Arm("greeter", _answer))
     assert result.exit_code is vitrine.ExitCode.PASS
     assert not tracing.enabled()
+
+
+def test_the_board_trial_page_names_the_trace_its_spans_are_in(monkeypatch, tmp_path):
+    from vitrine._board.app import Board
+
+    receiver = start_receiver()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    try:
+        result = vitrine.evaluate(_definition(), vitrine.Arm("greeter", _answer), store=tmp_path)
+    finally:
+        receiver.server.shutdown()
+    run_id = result.runs[0].run_id
+    sent = {span.trace_id.hex() for _, span in receiver.spans() if span.name == "trial c0"}
+    html = Board(tmp_path, persist_cache=False).get(f"/trial/{run_id}/c0", {}).body.decode()
+    (trace_id,) = sent
+    assert f'id="trace">trace <span class="mono">{trace_id}</span>' in html

@@ -277,7 +277,6 @@ class Board:
             and h.definition_hash == header.definition_hash
             and h.key != header.key
         ][:_SIBLINGS]
-        manifest = read_document(self.root, f"{header.location}/manifest.json")
         return self._page(
             "benchmark.html.j2",
             header=header,
@@ -285,7 +284,7 @@ class Board:
             checks=(views := check_views(run)),
             checks_chart=checks_chart(views),
             siblings=siblings,
-            trace_ids=[str(t) for t in manifest.get("run", {}).get("trace_ids", [])],
+            trace_ids=self._trace_ids(header),
         )
 
     def _offline_page(self, header: RunHeader) -> Reply:
@@ -300,7 +299,18 @@ class Board:
     def trial(self, run_id: str, case_id: str) -> Reply:
         header = self._header("benchmark", run_id)
         run = load_benchmark_run(self.root, header.location)
-        return self._page("trial.html.j2", header=header, run=run, trial=trial_view(run, case_id))
+        return self._page(
+            "trial.html.j2",
+            header=header,
+            run=run,
+            trial=trial_view(run, case_id),
+            trace_ids=self._trace_ids(header),
+        )
+
+    def _trace_ids(self, header: RunHeader) -> list[str]:
+        """The run's OpenTelemetry trace ids, as its manifest records them (none untraced)."""
+        manifest = read_document(self.root, f"{header.location}/manifest.json")
+        return [str(t) for t in manifest.get("run", {}).get("trace_ids", [])]
 
     def compare(self, a: str, b: str) -> Reply:
 
