@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from vitrine.providers import ChatCompletion, ChatRequest, Provenance, ProviderError
+from vitrine.providers import (
+    ChatCompletion,
+    ChatRequest,
+    Provenance,
+    ProviderError,
+    WrappedModel,
+)
 from vitrine.service import (
     AssistantReply,
     AssistantUnavailable,
@@ -301,7 +307,7 @@ class BrokenModel:
         return ChatCompletion(BROKEN_ANSWER, model=self.model_id)
 
 
-class RepeatOwnedModel:
+class RepeatOwnedModel(WrappedModel):
     """The repeat-owned regression, planted where a careless model would make the mistake: its
     final answer gets one more recommendation line, an owned durable. The agent screens that
     answer as it screens any other."""
@@ -313,18 +319,10 @@ class RepeatOwnedModel:
         persona_id: str,
         user_turns: Sequence[str],
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._services = services
         self._persona_id = persona_id
         self._user_turns = tuple(user_turns)
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def provenance(self) -> Provenance:
-        return self._inner.provenance
 
     async def complete(self, request: ChatRequest) -> ChatCompletion:
         completion = await self._inner.complete(request)

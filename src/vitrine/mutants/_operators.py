@@ -35,8 +35,8 @@ from vitrine.providers._base import (
     ChatCompletion,
     ChatModel,
     ChatRequest,
-    Provenance,
     ToolCallRequest,
+    WrappedModel,
 )
 
 __all__ = ["GENERATED_PREFIX", "REFUSAL", "generate_mutants"]
@@ -93,20 +93,12 @@ def _mutant(
 # --- the model --------------------------------------------------------------------------------
 
 
-class _FaultyModel:
+class _FaultyModel(WrappedModel):
     """The subject's model, answering through a fault; it keeps the model's id and provenance."""
 
     def __init__(self, inner: ChatModel, fault: ModelFault) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._fault = fault
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def provenance(self) -> Provenance:
-        return self._inner.provenance
 
     async def complete(self, request: ChatRequest) -> ChatCompletion:
         return await self._fault(request, self._inner)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         ResponseFormat as ResponseFormat,
         ToolCallRequest as ToolCallRequest,
         ToolSpec as ToolSpec,
+        WrappedModel as WrappedModel,
     )
     from vitrine.providers._capabilities import (
         probe_structured_output as probe_structured_output,

@@ -29,6 +29,7 @@ __all__ = [
     "ResponseFormat",
     "ToolCallRequest",
     "ToolSpec",
+    "WrappedModel",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -192,6 +193,28 @@ class ChatModel(Protocol):
     def provenance(self) -> Provenance: ...
 
     async def complete(self, request: ChatRequest) -> ChatCompletion: ...
+
+
+class WrappedModel:
+    """A :class:`ChatModel` that answers through another one and keeps its id and provenance.
+
+    Subclasses change how a call goes (a fault, a ledger, a planted regression) by overriding
+    :meth:`complete`; what the wrapped model is stays the inner model's.
+    """
+
+    def __init__(self, inner: ChatModel) -> None:
+        self._inner = inner
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def provenance(self) -> Provenance:
+        return self._inner.provenance
+
+    async def complete(self, request: ChatRequest) -> ChatCompletion:
+        return await self._inner.complete(request)
 
 
 def _plain(value: Any) -> Any:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from vitrine._bench.response import TokenUsage
 from vitrine.errors import CeilingReached, InvalidArgumentError
-from vitrine.providers._base import ChatCompletion, ChatModel, ChatRequest, Provenance
+from vitrine.providers._base import ChatCompletion, ChatModel, ChatRequest, WrappedModel
 
 __all__ = ["CallLedger", "CeilingReached", "CountingChatModel", "WorkloadCeiling"]
 
@@ -96,21 +96,13 @@ class CallLedger:
             self.usage = usage if self.usage is None else self.usage + usage
 
 
-class CountingChatModel:
+class CountingChatModel(WrappedModel):
     """A :class:`ChatModel` that charges its ledger before every call it passes on."""
 
     def __init__(self, inner: ChatModel, ledger: CallLedger, role: str) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._ledger = ledger
         self._role = role
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def provenance(self) -> Provenance:
-        return self._inner.provenance
 
     @property
     def calls(self) -> int:

@@ -34,9 +34,9 @@ from vitrine.providers import (
     ChatCompletion,
     ChatModel,
     ChatRequest,
-    Provenance,
     ProviderError,
     ProviderFailure as Failure,
+    WrappedModel,
 )
 from vitrine.service import AssistantUnavailable, ServiceOptions
 from vitrine_shop import scripted
@@ -63,27 +63,19 @@ FAULT_KINDS: dict[str, Failure] = {
 }
 
 
-class FaultingModel:
+class FaultingModel(WrappedModel):
     """A model that fails the provider's way on call ``at`` (1-based), and on every call after
     it when ``outage``; every other call is the inner model's."""
 
     def __init__(
         self, inner: ChatModel, failure: Failure | None, at: int = 0, *, outage: bool = False
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.failure = failure
         self._at = at
         self._outage = outage
         self.calls = 0
         self.raised = 0
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def provenance(self) -> Provenance:
-        return self._inner.provenance
 
     async def complete(self, request: ChatRequest) -> ChatCompletion:
         self.calls += 1
