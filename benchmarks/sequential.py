@@ -7,8 +7,11 @@ Run: python benchmarks/sequential.py [--comparisons N] [--seed S]
    monitoring, the setting in which a fixed test's error rate would inflate.
 2. Cases used at a large effect (Cohen's g = 0.25 for the sign test: a win rate of 0.75
    among discordant pairs, discordance 0.5) against the fixed design of the same power
-   (vitrine._power.cases_needed); the sequential design's futility bound and design win rate
-   are calibrated on separate simulations, then measured on fresh ones.
+   (vitrine._power.cases_needed). The sequential design is a truncated one
+   (SequentialSignTest.truncated: its rejection bound spends exactly alpha over its case
+   limit, computed, not simulated); its design win rate, futility bound and case limit are
+   chosen on separate simulations, then measured on fresh ones, with its type I error
+   simulated under the null beside the exact figure.
 3. Exact curtailment of eval04/eval05's Wilson rule (vitrine._sequential.session_curtailment,
    the function the live session calls): trials saved, and the decision compared with the
    full design's in every simulated session.
@@ -61,7 +64,7 @@ def _simulate(test: SequentialSignTest, outcomes: np.ndarray) -> Stops:
     up = wins * math.log(2 * q) + losses * math.log(2 * (1 - q))
     down = wins * math.log(2 * (1 - q)) + losses * math.log(2 * q)
     log_e = np.logaddexp(up, down) - math.log(2.0)
-    reject = log_e >= math.log(test.threshold)
+    reject = log_e >= math.log(test.threshold) - 1e-9  # as SequentialSignTest.rejects
     stop = reject.copy()
     if test.futility is not None:
         stop |= log_e <= math.log(test.futility)
@@ -107,7 +110,7 @@ def _calibrate(rng: np.random.Generator, fixed: int, fixed_power: float) -> Sequ
     for q in (0.72, 0.75, 0.78, 0.8, 0.83, 0.86):
         for futility in (None, 0.03, 0.05, 0.07, 0.1, 0.12, 0.15, 0.2):
             for scale in (1.0, 1.25, 1.5, 2.0, 4.0):
-                test = SequentialSignTest(q, futility=futility, max_cases=int(scale * fixed))
+                test = SequentialSignTest.truncated(q, int(scale * fixed), futility=futility)
                 stops = _simulate(test, outcomes)
                 if stops.rejected.mean() >= fixed_power + margin:
                     mean = float(stops.cases.mean())
@@ -134,6 +137,11 @@ def efficiency(rng: np.random.Generator, count: int) -> None:
         _check(test, outcomes, stops)
         seq_power = float(stops.rejected.mean())
         mean = float(stops.cases.mean())
+        # Ten times the sessions: its exact error is alpha itself, so 10,000 cannot tell a
+        # rate of 0.050 from one of 0.052.
+        null_count = 10 * count
+        null = _simulate(test, _outcomes(rng, null_count, horizon, 0.5))
+        null_k = int(null.rejected.sum())
         ratio = mean / fixed
         print(
             f"   target {target:.0%}: fixed design {fixed} cases (exact power {fixed_power:.4f}); "
@@ -141,6 +149,14 @@ def efficiency(rng: np.random.Generator, count: int) -> None:
             f"at most {horizon} cases) power {seq_power:.4f}, mean {mean:.1f} cases = "
             f"{ratio:.3f} of the fixed design ({'<= 0.6' if ratio <= 0.6 else 'ABOVE 0.6'}"
             f"{'' if seq_power >= fixed_power else '; POWER BELOW THE FIXED DESIGN'})"
+        )
+        print(
+            f"      its rejection bound e >= {test.threshold:.3g} (exact type I error "
+            f"{test.type_one_error():.4f} with every case discordant); under the null at "
+            f"discordance {DISCORDANCE}, simulated: {null_k}/{null_count} rejected = "
+            f"{null_k / null_count:.4f} "
+            f"(95% upper bound {_upper(null_k, null_count):.4f}); "
+            f"{'<= 0.05' if null_k / null_count <= 0.05 else 'ABOVE 0.05'}"
         )
 
 

@@ -25,11 +25,22 @@ is at most ``alpha``: the error rate holds however often it is looked at, and th
 stop at the first case that takes it there. An optional futility bound stops when the e-value
 falls to ``futility`` (which can only lower the type I error), and an optional case limit
 truncates it (likewise).
+
+**A truncated design spends exactly alpha** (:meth:`SequentialSignTest.truncated`). Ville's
+bound holds over an endless horizon, so a design that stops at ``max_cases`` anyway spends
+less than ``alpha`` at ``1/alpha``. The truncated design lowers the rejection bound to the
+smallest e-value whose exact probability of ever being reached, looking after every case up to
+``max_cases`` and stopping at the (binding) futility bound, is at most ``alpha`` under the
+null. That probability is computed by dynamic programming over the fair-coin paths of the
+discordant pairs, not estimated; it is largest when every case is discordant, so it bounds the
+error at every discordance. The guarantee is the design's: continuous monitoring up to
+``max_cases``, stopping at futility, and no look beyond.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -219,6 +230,43 @@ class SequentialResult:
         }
 
 
+_LOG_SLACK = 1e-9
+
+
+@functools.lru_cache(maxsize=4096)
+def _null_rejection(
+    design_win_rate: float, futility: float | None, max_cases: int, log_bound: float
+) -> float:
+    """The chance, for a fair coin over ``max_cases`` pairs, that the two-sided e-value reaches
+    ``exp(log_bound)`` before falling to ``futility``."""
+    a, b = math.log(2 * design_win_rate), math.log(2 * (1 - design_win_rate))
+    log_futility = -math.inf if futility is None else math.log(futility)
+    alive = [1.0]  # alive[w]: chance of w wins among the pairs so far, not yet stopped
+    rejected = 0.0
+    for pairs in range(1, max_cases + 1):
+        step = [0.0] * (pairs + 1)
+        for wins, mass in enumerate(alive):
+            if mass:
+                step[wins] += mass / 2
+                step[wins + 1] += mass / 2
+        for wins, mass in enumerate(step):
+            if mass:
+                losses = pairs - wins
+                log_e = _two_sided(wins * a + losses * b, wins * b + losses * a)
+                if log_e >= log_bound - _LOG_SLACK:
+                    rejected += mass
+                    step[wins] = 0.0
+                elif log_e <= log_futility:
+                    step[wins] = 0.0
+        alive = step
+    return rejected
+
+
+def _two_sided(up: float, down: float) -> float:
+    high, low = max(up, down), min(up, down)
+    return high + math.log1p(math.exp(low - high)) - math.log(2.0)
+
+
 @dataclass(frozen=True, slots=True)
 class SequentialSignTest:
     """A two-sided e-process on discordant pairs; stop at ``1/alpha`` (reject) or futility."""
@@ -227,6 +275,8 @@ class SequentialSignTest:
     alpha: float = 0.05
     futility: float | None = None
     max_cases: int | None = None
+    # None: Ville's 1/alpha, valid over any horizon; set by truncated() to the exact bound.
+    reject_at: float | None = None
 
     def __post_init__(self) -> None:
         q = stats._open_unit("design_win_rate", self.design_win_rate)
@@ -241,17 +291,75 @@ class SequentialSignTest:
             )
         if self.max_cases is not None and stats._count("max_cases", self.max_cases) < 1:
             raise InvalidArgumentError("max_cases must be at least 1")
+        if self.reject_at is not None:
+            if self.max_cases is None:
+                raise InvalidArgumentError(
+                    "reject_at below 1/alpha is valid only for a truncated design: set max_cases"
+                )
+            if not self.reject_at > 1.0:
+                raise InvalidArgumentError(f"reject_at must exceed 1, got {self.reject_at}")
+
+    @classmethod
+    def truncated(
+        cls,
+        design_win_rate: float,
+        max_cases: int,
+        *,
+        alpha: float = 0.05,
+        futility: float | None = None,
+    ) -> SequentialSignTest:
+        """The design stopping by ``max_cases`` whose rejection bound spends exactly ``alpha``."""
+        base = cls(design_win_rate, alpha, futility, max_cases)
+        return dataclasses.replace(base, reject_at=base._exact_bound())
 
     @property
     def threshold(self) -> float:
-        return 1.0 / self.alpha
+        return 1.0 / self.alpha if self.reject_at is None else self.reject_at
+
+    def rejects(self, log_e: float) -> bool:
+        """Whether a log e-value reaches the rejection bound (which is itself a reachable
+        e-value for a truncated design, so equality must count despite rounding)."""
+        return log_e >= math.log(self.threshold) - _LOG_SLACK
+
+    def type_one_error(self) -> float:
+        """The exact chance under the null of ever rejecting, every case discordant, looking
+        after each one up to ``max_cases`` (Ville's bound, ``alpha``, when untruncated)."""
+        if self.max_cases is None:
+            return self.alpha
+        return self._null_rejection(math.log(self.threshold))
+
+    def _null_rejection(self, log_bound: float) -> float:
+        assert self.max_cases is not None
+        return _null_rejection(
+            self.design_win_rate, self.futility, self.max_cases, round(log_bound, 12)
+        )
+
+    def _exact_bound(self) -> float:
+        assert self.max_cases is not None
+        # The chance of rejecting changes only at e-values a path can reach: search those.
+        reachable = sorted(
+            {
+                round(self.log_e_value(wins, pairs - wins), 12)
+                for pairs in range(1, self.max_cases + 1)
+                for wins in range(pairs + 1)
+            }
+            | {math.log(1.0 / self.alpha)}
+        )
+        candidates = [v for v in reachable if 0.0 < v <= math.log(1.0 / self.alpha)]
+        low, high = 0, len(candidates) - 1  # the last (1/alpha) is always admissible
+        while low < high:
+            middle = (low + high) // 2
+            if self._null_rejection(candidates[middle]) <= self.alpha:
+                high = middle
+            else:
+                low = middle + 1
+        return math.exp(candidates[low])
 
     def log_e_value(self, wins: int, losses: int) -> float:
         q = self.design_win_rate
         up = wins * math.log(2 * q) + losses * math.log(2 * (1 - q))
         down = wins * math.log(2 * (1 - q)) + losses * math.log(2 * q)
-        high, low = max(up, down), min(up, down)
-        return high + math.log1p(math.exp(low - high)) - math.log(2.0)
+        return _two_sided(up, down)
 
     def e_value(self, wins: int, losses: int) -> float:
         return math.exp(self.log_e_value(wins, losses))
@@ -264,14 +372,19 @@ class SequentialSignTest:
             "reject_at_e_value": self.threshold,
             "futility_at_e_value": self.futility,
             "max_cases": self.max_cases,
-            "validity": "Ville's inequality: type I error <= alpha under continuous monitoring",
+            "validity": (
+                "Ville's inequality: type I error <= alpha under continuous monitoring"
+                if self.reject_at is None
+                else f"exact: type I error {self.type_one_error():.4f} <= alpha under "
+                f"monitoring after every case up to {self.max_cases}, futility binding"
+            ),
         }
 
     def stops(self, wins: int, losses: int, ties: int) -> bool:
         """Whether the test ends at these counts (the cheap form of :meth:`verdict`)."""
         log_e = self.log_e_value(wins, losses)
         return (
-            log_e >= math.log(self.threshold)
+            self.rejects(log_e)
             or (self.futility is not None and log_e <= math.log(self.futility))
             or (self.max_cases is not None and wins + losses + ties >= self.max_cases)
         )
@@ -286,7 +399,7 @@ class SequentialSignTest:
         def result(stopped: bool, rejected: bool, reason: str) -> SequentialResult:
             return SequentialResult(design, cases, wins, losses, ties, e, stopped, rejected, reason)
 
-        if log_e >= math.log(self.threshold):
+        if self.rejects(log_e):
             side = "challenger" if wins > losses else "reference"
             return result(
                 True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -128,7 +129,52 @@ def test_the_test_stops_at_the_first_case_past_the_bound_and_says_why():
     assert not ran_out.stopped and "ran out" in ran_out.reason
 
 
+def _enumerated_rejection(test: SequentialSignTest) -> float:
+    """Every fair-coin path of max_cases discordant pairs, followed until the test stops."""
+    assert test.max_cases is not None
+    total = 0.0
+    for path in itertools.product(("win", "loss"), repeat=test.max_cases):
+        total += test.run(path).rejected * 0.5**test.max_cases
+    return total
+
+
+@pytest.mark.parametrize(
+    ("q", "futility", "cases"), [(0.75, None, 12), (0.8, 0.2, 14), (0.9, 0.1, 10), (0.7, None, 9)]
+)
+def test_a_truncated_design_spends_exactly_alpha_and_no_more(q, futility, cases):
+    test = SequentialSignTest.truncated(q, cases, alpha=0.1, futility=futility)
+    enumerated = _enumerated_rejection(test)
+    assert test.type_one_error() == pytest.approx(enumerated)
+    assert enumerated <= 0.1 + 1e-12
+    # The bound is the lowest that keeps alpha: the next reachable e-value below it spends more.
+    below = [
+        e
+        for n in range(1, cases + 1)
+        for w in range(n + 1)
+        if (e := test.e_value(w, n - w)) < test.threshold * (1 - 1e-9) and e > 1.0
+    ]
+    if below:
+        looser = dataclasses.replace(test, reject_at=max(below))
+        assert _enumerated_rejection(looser) > 0.1
+    assert test.threshold <= 1 / 0.1
+    assert "exact" in test.describe()["validity"]
+
+
+def test_a_truncated_design_holds_alpha_at_any_discordance_by_simulation():
+    rng = np.random.default_rng(11)
+    test = SequentialSignTest.truncated(0.75, 80, futility=0.1)
+    assert test.threshold < 20
+    runs = 4000
+    rejected = 0
+    for _ in range(runs):
+        outcomes = rng.choice(["win", "loss", "tie"], size=80, p=[0.4, 0.4, 0.2])
+        rejected += test.run(outcomes).rejected
+    assert rejected / runs <= 0.05 + 4 * math.sqrt(0.05 * 0.95 / runs)
+
+
 def test_bad_designs_are_refused():
+    with pytest.raises(ValueError, match="truncated design"):
+        SequentialSignTest(reject_at=5.0)
     for kwargs in ({"design_win_rate": 0.5}, {"futility": 1.0}, {"max_cases": 0}):
         with pytest.raises(ValueError):
             SequentialSignTest(**kwargs)
