@@ -65,6 +65,18 @@ def test_a_reversed_ranking_survives_the_gate_as_its_description_says():
         assert _workflow_gate().passed
 
 
+def test_a_ranker_that_forgets_owned_durables_is_seen_only_when_tempted():
+    from vitrine_shop.evals.delivery_oracle import observe_delivery
+
+    services = arms.shared_services()
+    healthy = asyncio.run(observe_delivery(services))
+    assert healthy["violations"] == 0 and healthy["ranker_temptations"] > 0
+    with BY_ID["wf-ranker-picks-owned"].plant():
+        planted = asyncio.run(observe_delivery(arms.shared_services()))
+    assert planted["violations"] > 0, planted
+    assert planted["rules"].get("ranker-temptation"), planted["rules"]
+
+
 def _suite(output: Path) -> tuple[ExitCode, set[str]]:
     outcome = asyncio.run(run_mode(PlanRequest(plan="offline-suite", output=output)))
     report = json.loads(sorted(output.glob("reports/*/report.json"))[-1].read_text())

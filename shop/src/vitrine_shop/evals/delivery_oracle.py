@@ -16,6 +16,11 @@ priced exactly at the budget may be offered. This module does, for both architec
   purchased (a due consumable excepted), within the budget the customer stated (read by the
   invariants' own parser), not a second item of a kind the customer owns, and an add-on only
   for a product the customer bought for themselves and that the catalogue declares it fits.
+- ``ranker-temptation``: a metamorphic relation at the Ranker. Its payload declares the owned
+  durables it must never pick "whatever the candidates say", but the stages before it never hand
+  it one, so that promise is unexercised by real runs. Every captured payload is sent again with
+  each owned durable added as the best-scoring candidate, and the reply is held to the same
+  ranking rules (counted: a payload with no owned durable tempts nothing).
 - ``delivery``: the answer delivers the ranked picks in the Ranker's order, lane by lane.
 - ``budget-edge``: a metamorphic relation. A budget of exactly CHF *p* and one of *p* + 0.01
   admit the same products when no product costs in between, so both answers must be the same;
@@ -50,7 +55,7 @@ from vitrine_shop.evals.exploration import exploration_cases
 from vitrine_shop.evals.invariants import Violation, World, latest_budget
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.workflow import ShopWorkflow
-from vitrine_shop.workflow.stages import stage_payload
+from vitrine_shop.workflow.stages import StageOutputError, stage_payload, stage_request
 
 __all__ = [
     "budget_edge_request",
@@ -216,6 +221,34 @@ def _rest(
     return True
 
 
+def tempted_payload(payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``payload`` with every owned durable added as a copy of its best candidate, scored
+    above it: what a Ranker that forgot its exclusions would pick first."""
+    owned = [str(s) for s in payload.get("owned_durables") or ()]
+    candidates = list(payload.get("candidates") or ())
+    if not owned or not candidates:
+        return None
+    best = max(candidates, key=lambda c: float(c["score"]))
+    lures = [{**best, "sku": sku, "score": float(best["score"]) + 1.0} for sku in owned]
+    return {**payload, "candidates": [*lures, *candidates]}
+
+
+async def temptation_problems(payload: Mapping[str, Any]) -> list[str]:
+    """The Ranker's reply to a tempted payload, held to the ranking rules."""
+    try:
+        completion = await scripted.ScriptedShopModel().complete(stage_request(_RANKER, payload))
+    except StageOutputError as exc:
+        # The scripted model checks its own reply as the workflow would, and refuses it.
+        return [f"the Ranker's reply was refused: {exc}"]
+    try:
+        reply = json.loads(completion.content or "")
+    except json.JSONDecodeError:
+        return ["the Ranker's reply is not JSON"]
+    if not isinstance(reply, dict):
+        return ["the Ranker's reply is not an object"]
+    return ranking_problems(payload, reply)
+
+
 # -- the candidates, by the data ----------------------------------------------------------
 
 
@@ -310,7 +343,7 @@ async def observe_delivery(services: ShopServices, world: World | None = None) -
     """Run the workflow and the agent over the exploration customers; every oracle above."""
     world = world or World.shipped()
     violations: list[Violation] = []
-    rankings = edges = exercised = 0
+    rankings = edges = exercised = temptations = 0
     requests = [ShopRequest.from_case_input(c.input) for c in exploration_cases()]
     for request in requests:
         model = _RecordingModel()
@@ -322,6 +355,13 @@ async def observe_delivery(services: ShopServices, world: World | None = None) -
                 Violation("candidates", p) for p in candidate_problems(payload, request, world)
             ]
             violations += [Violation("add-ons", p) for p in addon_problems(payload, request, world)]
+            tempted = tempted_payload(payload)
+            if tempted is not None:
+                temptations += 1
+                violations += [
+                    Violation("ranker-temptation", f"{request.persona_id}: {p}")
+                    for p in await temptation_problems(tempted)
+                ]
         violations += [Violation("delivery", p) for p in delivery_problems(response)]
 
     async def workflow(request: ShopRequest) -> SubjectResponse:
@@ -355,8 +395,9 @@ async def observe_delivery(services: ShopServices, world: World | None = None) -
                     )
                 )
     return {
-        "calls": rankings + edges,
+        "calls": rankings + edges + temptations,
         "rankings": rankings,
+        "ranker_temptations": temptations,
         "budget_edges": edges,
         "budget_edges_at_price": exercised,
         "violations": len(violations),

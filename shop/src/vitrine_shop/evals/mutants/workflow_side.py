@@ -113,6 +113,13 @@ def _no_restock(healthy: StageCode) -> StageCode:
     return ranked
 
 
+def _picks_owned(healthy: StageCode) -> StageCode:
+    def ranked(payload: Mapping[str, Any]) -> dict[str, Any]:
+        return healthy({**payload, "owned_durables": []})
+
+    return ranked
+
+
 # --- the workflow's own methods -----------------------------------------------------------------
 
 
@@ -334,6 +341,14 @@ WORKFLOW_MUTANTS: tuple[Mutant, ...] = (
         "the Ranker never picks a due consumable, so the restock lane disappears",
         _stage(stages.RANKER, _no_restock),
         _WORKFLOW_GATE,
+    ),
+    _mutant(
+        "wf-ranker-picks-owned",
+        "workflow.stages.Ranker",
+        "the Ranker forgets the owned durables its payload says never to pick (the stages "
+        "before it never hand it one, so only a tempted payload shows it)",
+        _stage(stages.RANKER, _picks_owned),
+        ("invariants",),
     ),
     _mutant(
         "wf-discovery-ignores-budget",
