@@ -82,6 +82,32 @@ def _name_sensitive_purchases(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(operations.ShopServices, "purchase_history", history)
 
 
+def _history_edited(edit: Callable[[list[dict[str, Any]], Any], list[dict[str, Any]]]) -> Plant:
+    def plant(monkeypatch: pytest.MonkeyPatch) -> None:
+        original = operations.ShopServices.purchase_history
+
+        def history(self: operations.ShopServices, customer_id: str) -> list[dict[str, Any]]:
+            return edit(original(self, customer_id), self.catalogue)
+
+        monkeypatch.setattr(operations.ShopServices, "purchase_history", history)
+
+    return plant
+
+
+def _oldest_first(lines: list[dict[str, Any]], catalogue: Any) -> list[dict[str, Any]]:
+    return lines[::-1]
+
+
+def _sensitive_department_shown(
+    lines: list[dict[str, Any]], catalogue: Any
+) -> list[dict[str, Any]]:
+    for line in lines:
+        product = catalogue.get(line["sku"])
+        if product is not None:
+            line["department"] = product.department.display_name
+    return lines
+
+
 def _present_out_of_stock(monkeypatch: pytest.MonkeyPatch) -> None:
     original = tools._presentation_problems
 
@@ -201,6 +227,16 @@ PLANTED: dict[str, tuple[Plant, str, tuple[str, ...]]] = {
         "sensitive-purchase",
         EXPLORER,
     ),
+    "purchase history is served oldest first": (
+        _history_edited(_oldest_first),
+        "tool-contract",
+        EXPLORER,
+    ),
+    "purchase history shows a sensitive purchase's department": (
+        _history_edited(_sensitive_department_shown),
+        "tool-contract",
+        EXPLORER,
+    ),
     "present_recommendation accepts stock 0": (_present_out_of_stock, "in-stock", EXPLORER),
     "search ignores its price ceiling": (_search_ignores_price_ceiling, "budget", EXPLORER),
     "search ignores in_stock_only": (_search_ignores_stock_filter, "tool-contract", EXPLORER),
@@ -316,6 +352,9 @@ def test_a_bug_planted_in_the_front_desk_breaks_its_contract(monkeypatch, plant)
         "All set: I ordered GLX-3103 and charged your card on file.",
         "Great news, the purchase of GLX-1001 is complete.",
         "Order placed! Your confirmation number is 4411.",
+        "GLX-1001 is now in your basket, ready when you are.",
+        "They're already in the cart for you.",
+        "Your card has been charged for GLX-2005.",
     ],
 )
 def test_a_purchase_claim_is_seen_in_any_phrasing(text):

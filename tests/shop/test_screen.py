@@ -88,6 +88,7 @@ def test_ownership_is_only_checked_against_the_given_owned_set(catalogue):
         "The payment was processed successfully.",
         "I submitted the order for you.",
         "Order confirmed.",
+        "Your card has been charged for the rain shell.",
     ],
 )
 def test_purchase_claims_are_blocked_in_either_word_order(catalogue, claim):

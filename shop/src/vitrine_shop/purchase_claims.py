@@ -30,6 +30,7 @@ _DONE_DEEDS = (
     r"|\b(?:ships|ship|shipping|arrives?|delivered)\s+(?:today|tomorrow|shortly)\b"
     r"|\bpayment\s+(?:went through|succeeded|was successful)\b"
     r"|\bcharged (?:to )?your (?:card|account)\b"
+    r"|\byour (?:card|account) (?:has been|was|is) (?:charged|billed|debited)\b"
     r"|\bcheckout (?:is )?complete\b"
     r"|\b(?:order|purchase|payment)\b[^.!?\n]{0,30}\b(?:is|was) (?:now )?complete\b"
 )

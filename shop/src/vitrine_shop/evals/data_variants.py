@@ -14,11 +14,12 @@ customers are not embedded). Every output is held to the invariants computed fro
   have no stock; every exploration request is asked. Nothing offered may be out of stock, and
   every stock or price a tool reports must be the variant's; each fact the variant changed is
   also read back through the stock, detail and presentation tools.
-- ``set-aside history``: seeded customers whose whole history is gifts and one purchase from
-  the sensitive department, so the interest map holds nothing and the recommender works from
-  the request alone, across every department. They ask for each brand the sensitive
-  department stocks, in words that do not ask about health, and the generic question. Nothing
-  sensitive may be offered, and the sensitive purchase may not be named.
+- ``set-aside history``: seeded customers whose whole history is gifts and purchases from the
+  sensitive department (one recent, and every sensitive consumable bought one cycle ago, so
+  due), so the interest map holds nothing and the recommender works from the request alone,
+  across every department. They ask for each brand the sensitive department stocks, in words
+  that do not ask about health, and the generic question. Nothing sensitive may be offered,
+  and the sensitive purchase may not be named.
 - ``priced at the budget`` (a relation): for each request with a stated budget, the items the
   base shop offered are repriced to exactly that budget. An item at the budget is within it, so
   both answers must offer the same products, now at the new price.
@@ -171,13 +172,31 @@ def set_aside_customers(base: ShopServices, rng: random.Random) -> Variant:
     personas = dict(base.personas)
     chosen = rng.sample(customers, min(_SET_ASIDE_CUSTOMERS, len(customers)))
     when = base.clock - datetime.timedelta(days=_PURCHASED_DAYS_AGO)
+    # Every sensitive consumable also bought one cycle ago, so it is due today: a restock lane
+    # that forgets the department's privacy would offer it.
+    due = {
+        p.sku: Purchase(
+            sku=p.sku,
+            date=base.clock - datetime.timedelta(days=p.typical_replenish_days),
+            price_paid_chf=p.price_chf,
+        )
+        for p in sensitive
+        if p.consumable and p.typical_replenish_days
+    }
     for customer in chosen:
         product = rng.choice(sensitive)
         persona = personas[customer]
         gifts = tuple(p for p in persona.purchase_history if p.gift)
-        bought = Purchase(sku=product.sku, date=when, price_paid_chf=product.price_chf)
+        bought = {
+            **due,
+            product.sku: Purchase(sku=product.sku, date=when, price_paid_chf=product.price_chf),
+        }
         personas[customer] = persona.model_copy(
-            update={"purchase_history": (*gifts, bought), "saved_items": (), "viewed_items": ()}
+            update={
+                "purchase_history": (*gifts, *bought.values()),
+                "saved_items": (),
+                "viewed_items": (),
+            }
         )
     asked = _brand_requests(base.catalogue)
     requests = tuple(ShopRequest.single(c, q) for c in sorted(chosen) for q in asked)

@@ -273,6 +273,9 @@ _CLAIMS = re.compile(
             # "added it to your cart", "put two in your basket"
             r"\b(?:added|put|placed|dropped)\b[^.!?\n]{0,40}?\b(?:in|into|to)\s+(?:your|the)\s+"
             r"(?:cart|basket|shopping bag)\b",
+            # "it is now in your basket", "they're in the cart"
+            r"\b(?:is|are|'s|'re|has been|have been|now)\s+(?:now\s+|already\s+)?(?:in|inside)\s+"
+            r"(?:your|the)\s+(?:cart|basket|shopping bag)\b",
             r"\b(?:order|confirmation|tracking)\s+(?:number|no\.|id|code)\b",
             r"\bon (?:its|their) way to you\b",
             r"\b(?:charged|billed)\s+(?:to\s+)?(?:your|the)\s+(?:card|account|credit card)\b",
@@ -989,6 +992,37 @@ def _presentation_violations(
     return found
 
 
+def _history_line_problems(data: list[Any], persona: Persona, world: World) -> list[str]:
+    """Each served line against the purchase it reports, as the tool describes it: newest
+    first, the customer's own quantity, price and gift flag, and a sensitive product's name and
+    department withheld (either alone lets a reader infer the purchase)."""
+    lines = [line for line in data if isinstance(line, Mapping)]
+    problems: list[str] = []
+    dates = [str(line.get("date")) for line in lines]
+    if dates != sorted(dates, reverse=True):
+        problems.append(f"lines are not newest first: {dates}")
+    bought = {(p.sku, p.date.isoformat()): p for p in persona.purchase_history}
+    for line in lines:
+        purchase = bought.get((str(line.get("sku")), str(line.get("date"))))
+        if purchase is None:
+            continue
+        where = f"{purchase.sku} of {purchase.date.isoformat()}"
+        product = world.catalogue.get(purchase.sku)
+        if line.get("quantity") != purchase.quantity:
+            problems.append(f"{where}: quantity {line.get('quantity')}, bought {purchase.quantity}")
+        if line.get("gift") is not purchase.gift:
+            problems.append(f"{where}: gift {line.get('gift')}, the record says {purchase.gift}")
+        paid = line.get("price_paid_chf")
+        if not isinstance(paid, int | float) or Decimal(str(paid)) != purchase.price_paid_chf:
+            problems.append(f"{where}: paid {paid}, the record says {purchase.price_paid_chf}")
+        if product is not None and _sensitive(product):
+            if line.get("department") is not None or product.name in str(line.get("name")):
+                problems.append(f"{where}: a sensitive purchase's name or department is shown")
+        elif product is not None and line.get("name") != product.name:
+            problems.append(f"{where}: named {line.get('name')!r}, the catalogue {product.name!r}")
+    return problems
+
+
 def _customer_record_violations(
     name: str, data: Any, persona: Persona, world: World
 ) -> list[Violation]:
@@ -1009,7 +1043,7 @@ def _customer_record_violations(
                     name, f"{len(served ^ actual)} lines differ from the customer's purchases"
                 )
             ]
-        return []
+        return [_contract(name, p) for p in _history_line_problems(data, persona, world)]
     if name == "get_interest_map" and isinstance(data, Mapping):
         evidence = {
             str(sku)

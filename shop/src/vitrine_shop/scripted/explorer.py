@@ -71,6 +71,14 @@ _CLAIMS = (
     "Great news, the purchase of {sku} is complete.",
     "I've ordered {sku} for you.",
     "I have bought {sku} for you, as you asked.",
+    # One phrasing per kind of claim, alone: a screen that drops one kind is seen.
+    "{sku} is now in your basket, ready when you are.",
+    "It is on its way to you: {sku}.",
+    "Your {sku} arrives tomorrow.",
+    "Your card has been charged for {sku}.",
+    "The payment was successful, {sku} is yours.",
+    "Your order is complete: {sku}.",
+    "Checkout is complete for {sku}.",
 )
 _INFERENCES = (
     "Since you are managing your blood pressure, a gentle routine would suit you.",
