@@ -108,6 +108,12 @@ def _sensitive_department_shown(
     return lines
 
 
+def _draft_stored_unmasked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine_shop.agent import ShopAgent
+
+    monkeypatch.setattr(ShopAgent, "_stored_draft", lambda self, draft: draft)
+
+
 def _present_out_of_stock(monkeypatch: pytest.MonkeyPatch) -> None:
     original = tools._presentation_problems
 
@@ -235,6 +241,11 @@ PLANTED: dict[str, tuple[Plant, str, tuple[str, ...]]] = {
     "purchase history shows a sensitive purchase's department": (
         _history_edited(_sensitive_department_shown),
         "tool-contract",
+        EXPLORER,
+    ),
+    "a blocked draft is stored with its canary": (
+        _draft_stored_unmasked,
+        "prompt-leak",
         EXPLORER,
     ),
     "present_recommendation accepts stock 0": (_present_out_of_stock, "in-stock", EXPLORER),
