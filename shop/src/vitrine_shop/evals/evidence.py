@@ -47,7 +47,7 @@ from vitrine_shop.evals.exploration import (
 )
 from vitrine_shop.evals.latest_turn import observe_latest_turn
 from vitrine_shop.evals.population import POPULATION_KEY
-from vitrine_shop.evals.probe_guard import guarded
+from vitrine_shop.evals.probe_process import run_probes
 from vitrine_shop.evals.provider_faults import observe_provider_faults
 from vitrine_shop.evals.session_isolation import observe_isolation
 from vitrine_shop.evals.structural_evidence import (
@@ -133,6 +133,17 @@ class EvidenceRuns:
     cut_short: list[RunResult] = field(default_factory=list)
 
 
+_PROBES: Mapping[str, Callable[[Any], Awaitable[dict[str, Any]]]] = {
+    "sweep": observe_tool_sweep,
+    "contract": observe_contract,
+    "delivery": observe_delivery,
+    "variants": observe_variants,
+    "isolation": observe_isolation,
+    "faults": observe_provider_faults,
+    "latest_turn": observe_latest_turn,
+}
+
+
 def _falsified(section: BenchmarkSection) -> BenchmarkSection:
     """The ablation's dishonest report: the first comparison claims p = 0.01."""
     if not section.comparisons:
@@ -181,6 +192,8 @@ async def produce_evidence(
         return observe_claims(claimed, Path(store.root))
 
     async def invariants() -> dict[str, Any]:
+        # Started first: the probes run in a process of their own while the exploration runs.
+        probed = asyncio.ensure_future(run_probes(_PROBES, shop.swept()))
         kept = {
             EXPLORATION_KEY: runs.exploration,
             CARELESS_KEY: runs.careless,
@@ -190,19 +203,12 @@ async def produce_evidence(
             DESK_KEY: runs.desk,
             POPULATION_KEY: runs.population,
         }
-        explored = await observe_exploration(shop.explored, store=store, runs=kept)
-        swept = shop.swept()
-        probes: dict[str, Callable[[Any], Awaitable[dict[str, Any]]]] = {
-            "sweep": observe_tool_sweep,
-            "contract": observe_contract,
-            "delivery": observe_delivery,
-            "variants": observe_variants,
-            "isolation": observe_isolation,
-            "faults": observe_provider_faults,
-            "latest_turn": observe_latest_turn,
-        }
-        # One after another, as before: they share the swept shop's services.
-        return {**explored, **{key: await guarded(key, run(swept)) for key, run in probes.items()}}
+        try:
+            explored = await observe_exploration(shop.explored, store=store, runs=kept)
+        except BaseException:
+            await asyncio.gather(probed, return_exceptions=True)
+            raise
+        return {**explored, **await probed}
 
     inj, rec, jud, wf, inv = await asyncio.gather(
         injection(), recall(), judged(), workflow_shape(), invariants()

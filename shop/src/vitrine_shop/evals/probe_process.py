@@ -1,0 +1,112 @@
+"""The invariants gate's probes, run beside the rest of the suite in a process of their own.
+
+The probes are a large share of the offline suite's work and need nothing from it but the swept
+shop's services, and they return plain facts. On Linux they run in a forked child while the
+parent runs the benchmarks, so the suite uses both cores of a small machine. A fork, not a fresh
+interpreter: the child is the parent at that instant, so a mutant planted in the parent (by
+``vitrine mutants``, in memory) is planted in the child too, and nothing is loaded twice.
+
+The fork is made on the event loop's thread between two awaits, where that thread holds no
+lock; asyncio tells a forked child that the parent's loop is not running in it, so the child
+runs a loop of its own. The child writes its facts (or the exception it
+raised, with its traceback as a note) to a pipe and leaves with ``os._exit``: no atexit handler,
+buffered output or trace exporter of the parent runs twice. Anywhere without ``fork`` the
+probes run inline, one after another, with the same results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from vitrine_shop.evals.probe_guard import guarded
+
+__all__ = ["ProbeProcessError", "run_probes"]
+
+Probe = Callable[[Any], Awaitable[dict[str, Any]]]
+Facts = dict[str, dict[str, Any]]
+
+
+class ProbeProcessError(RuntimeError):
+    """The probes' child process ended without handing back its facts."""
+
+
+async def _inline(probes: Mapping[str, Probe], services: Any) -> Facts:
+    # One after another: they share the swept shop's services.
+    return {key: await guarded(key, run(services)) for key, run in probes.items()}
+
+
+def _child(probes: Mapping[str, Probe], services: Any, write: int) -> None:
+    # Another thread of the parent may have held the standard streams' locks at the fork; the
+    # child's copies of them may never be released, so it writes nowhere but its pipe.
+    sys.stdout = sys.stderr = Path(os.devnull).open("w")  # noqa: SIM115 - kept until os._exit
+    try:
+        outcome: tuple[str, Any] = ("facts", asyncio.run(_inline(probes, services)))
+    except BaseException as exc:  # everything is handed to the parent
+        exc.add_note("raised in the invariants probes' process:\n" + traceback.format_exc())
+        try:
+            outcome = ("raised", pickle.dumps(exc))
+        except Exception:  # one that cannot travel travels as text
+            outcome = ("failed", traceback.format_exc())
+    with os.fdopen(write, "wb") as out:
+        pickle.dump(outcome, out)
+
+
+def _fork(probes: Mapping[str, Probe], services: Any) -> tuple[int, int]:
+    """Fork the child that runs the probes; the parent gets its pid and the pipe to read."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: it never returns into the parent's code
+        os.close(read)
+        code = 0
+        try:
+            _child(probes, services, write)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(write)
+    return pid, read
+
+
+def _collect(pid: int, read: int) -> Facts:
+    with os.fdopen(read, "rb") as source:
+        data = source.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        raise ProbeProcessError(
+            f"the invariants probes' process ended ({_ended(status)}) without its facts"
+        )
+    kind, value = pickle.loads(data)  # our own child, over our own pipe
+    if kind == "facts":
+        return dict(value)
+    if kind == "raised":
+        raise pickle.loads(value)
+    raise ProbeProcessError(f"the invariants probes raised in their process:\n{value}")
+
+
+def _ended(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else f"status {status}"
+
+
+def can_fork() -> bool:
+    """Whether the probes run in a forked child here (Linux); elsewhere they run inline."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+async def run_probes(probes: Mapping[str, Probe], services: Any) -> Facts:
+    """Every probe's facts (or its ``raised`` violation), keyed as ``probes`` is."""
+    if not can_fork():
+        return await _inline(probes, services)
+    # Forked here, on the event loop's own thread, between two awaits: no lock of this thread is
+    # held (a fork from a worker thread can copy a lock the loop's thread holds mid-print, and
+    # the child waits on it for ever). asyncio knows a forked child's loop is not running.
+    pid, read = _fork(probes, services)
+    return await asyncio.get_running_loop().run_in_executor(None, _collect, pid, read)
