@@ -62,6 +62,19 @@ def test_the_shop_raising_in_the_child_is_still_one_measured_violation():
     assert facts["a"]["rules"] == {"raised": 1}
 
 
+async def _hangs(services: Any) -> dict[str, Any]:
+    await asyncio.sleep(3600)
+    return {}
+
+
+def test_a_cancelled_wait_kills_the_child_and_returns():
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(run_probes({"a": _hangs}, None), timeout=0.5)
+
+    asyncio.run(asyncio.wait_for(main(), timeout=30))
+
+
 def test_without_fork_the_probes_run_inline_with_the_same_facts(monkeypatch):
     monkeypatch.setattr(probe_process, "can_fork", lambda: False)
     facts = asyncio.run(run_probes({"a": _reads_the_plant}, None))

@@ -10,6 +10,7 @@ it: ablations are copies, never edits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -47,7 +48,7 @@ from vitrine_shop.evals.exploration import (
 )
 from vitrine_shop.evals.latest_turn import observe_latest_turn
 from vitrine_shop.evals.population import POPULATION_KEY
-from vitrine_shop.evals.probe_process import run_probes
+from vitrine_shop.evals.probe_process import start_probes
 from vitrine_shop.evals.provider_faults import observe_provider_faults
 from vitrine_shop.evals.session_isolation import observe_isolation
 from vitrine_shop.evals.structural_evidence import (
@@ -160,6 +161,9 @@ async def produce_evidence(
     runs: EvidenceRuns,
 ) -> Mapping[str, Any]:
     """Run every observation producer and return the evidence bundle, keyed by check."""
+    # Before anything else starts: the invariants probes run in a process of their own while
+    # the benchmarks below run here (see probe_process for why first).
+    probed = start_probes(_PROBES, shop.swept())
 
     async def injection() -> dict[str, Any]:
         return await observe_injection(shop.injection_target, store=store, runs=runs.injection)
@@ -192,8 +196,6 @@ async def produce_evidence(
         return observe_claims(claimed, Path(store.root))
 
     async def invariants() -> dict[str, Any]:
-        # Started first: the probes run in a process of their own while the exploration runs.
-        probed = asyncio.ensure_future(run_probes(_PROBES, shop.swept()))
         kept = {
             EXPLORATION_KEY: runs.exploration,
             CARELESS_KEY: runs.careless,
@@ -206,9 +208,10 @@ async def produce_evidence(
         try:
             explored = await observe_exploration(shop.explored, store=store, runs=kept)
         except BaseException:
-            await asyncio.gather(probed, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await probed.facts()  # reap the child before the error goes on
             raise
-        return {**explored, **await probed}
+        return {**explored, **await probed.facts()}
 
     inj, rec, jud, wf, inv = await asyncio.gather(
         injection(), recall(), judged(), workflow_shape(), invariants()

@@ -6,19 +6,21 @@ parent runs the benchmarks, so the suite uses both cores of a small machine. A f
 interpreter: the child is the parent at that instant, so a mutant planted in the parent (by
 ``vitrine mutants``, in memory) is planted in the child too, and nothing is loaded twice.
 
-The fork is made on the event loop's thread between two awaits, where that thread holds no
-lock; asyncio tells a forked child that the parent's loop is not running in it, so the child
-runs a loop of its own. The child writes its facts (or the exception it
-raised, with its traceback as a note) to a pipe and leaves with ``os._exit``: no atexit handler,
-buffered output or trace exporter of the parent runs twice. Anywhere without ``fork`` the
-probes run inline, one after another, with the same results.
+The fork is made before the rest of the evidence starts (no other thread at work) and on the
+event loop's thread between two awaits (see :func:`start_probes`). The child writes its facts
+(or the exception it raised, with its traceback as a note) to a pipe and leaves with
+``os._exit``: no atexit handler, buffered output or trace exporter of the parent runs twice.
+Anywhere without ``fork`` the probes run inline, one after another, with the same results.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import pickle
+import signal
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,7 +29,7 @@ from typing import Any
 
 from vitrine_shop.evals.probe_guard import guarded
 
-__all__ = ["ProbeProcessError", "run_probes"]
+__all__ = ["PendingProbes", "ProbeProcessError", "run_probes", "start_probes"]
 
 Probe = Callable[[Any], Awaitable[dict[str, Any]]]
 Facts = dict[str, dict[str, Any]]
@@ -46,6 +48,7 @@ def _child(probes: Mapping[str, Probe], services: Any, write: int) -> None:
     # Another thread of the parent may have held the standard streams' locks at the fork; the
     # child's copies of them may never be released, so it writes nowhere but its pipe.
     sys.stdout = sys.stderr = Path(os.devnull).open("w")  # noqa: SIM115 - kept until os._exit
+    logging.disable(logging.CRITICAL)  # its handlers hold the parent's streams
     try:
         outcome: tuple[str, Any] = ("facts", asyncio.run(_inline(probes, services)))
     except BaseException as exc:  # everything is handed to the parent
@@ -101,12 +104,45 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
+class PendingProbes:
+    """Probes started by :func:`start_probes`: their facts, once :meth:`facts` is awaited."""
+
+    def __init__(self, probes: Mapping[str, Probe], services: Any) -> None:
+        self._probes, self._services = probes, services
+        self._child: tuple[int, int] | None = None
+        if can_fork():
+            self._child = _fork(probes, services)
+
+    async def facts(self) -> Facts:
+        if self._child is None:
+            return await _inline(self._probes, self._services)
+        pid, read = self._child
+        self._child = None
+        collecting = asyncio.get_running_loop().run_in_executor(None, _collect, pid, read)
+        try:
+            return await asyncio.shield(collecting)
+        except asyncio.CancelledError:
+            # A trial timeout or an interrupt: the child goes too, so the thread reading its
+            # pipe sees the end of it and the process can exit.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(BaseException):
+                await collecting
+            raise
+
+
+def start_probes(probes: Mapping[str, Probe], services: Any) -> PendingProbes:
+    """Start the probes now, in a forked child where the platform allows it.
+
+    Call it where no other thread of the process is at work, before anything else is started
+    (a thread loading data or importing a module at the instant of the fork leaves the child a
+    copy of a lock that nobody will release), and on the event loop's own thread between two
+    awaits, where that thread holds no lock either. asyncio knows that a forked child's copy of
+    the parent's loop is not running in it, so the child runs a loop of its own.
+    """
+    return PendingProbes(probes, services)
+
+
 async def run_probes(probes: Mapping[str, Probe], services: Any) -> Facts:
     """Every probe's facts (or its ``raised`` violation), keyed as ``probes`` is."""
-    if not can_fork():
-        return await _inline(probes, services)
-    # Forked here, on the event loop's own thread, between two awaits: no lock of this thread is
-    # held (a fork from a worker thread can copy a lock the loop's thread holds mid-print, and
-    # the child waits on it for ever). asyncio knows a forked child's loop is not running.
-    pid, read = _fork(probes, services)
-    return await asyncio.get_running_loop().run_in_executor(None, _collect, pid, read)
+    return await start_probes(probes, services).facts()
