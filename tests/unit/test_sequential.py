@@ -100,16 +100,25 @@ def test_the_e_value_is_a_martingale_with_mean_one_under_the_null():
         assert mean == pytest.approx(1.0)
 
 
+def _holds_alpha_under_the_null(
+    test: SequentialSignTest, *, seed: int, runs: int, cases: int, discordance: float
+) -> bool:
+    """Simulated type I error within four standard errors of 0.05 (above it is a violation)."""
+    rng = np.random.default_rng(seed)
+    half = discordance / 2
+    rejected = sum(
+        test.run(
+            rng.choice(["win", "loss", "tie"], size=cases, p=[half, half, 1 - discordance])
+        ).rejected
+        for _ in range(runs)
+    )
+    return rejected / runs <= 0.05 + 4 * math.sqrt(0.05 * 0.95 / runs)
+
+
 def test_type_one_error_holds_under_continuous_monitoring():
-    rng = np.random.default_rng(5)
+    # 0.05 is Ville's bound.
     test = SequentialSignTest(0.75)
-    rejected = 0
-    runs = 2000
-    for _ in range(runs):
-        outcomes = rng.choice(["win", "loss", "tie"], size=300, p=[0.25, 0.25, 0.5])
-        rejected += test.run(outcomes).rejected
-    # 0.05 is Ville's bound; four standard errors above it would be a real violation.
-    assert rejected / runs <= 0.05 + 4 * math.sqrt(0.05 * 0.95 / runs)
+    assert _holds_alpha_under_the_null(test, seed=5, runs=2000, cases=300, discordance=0.5)
 
 
 def test_the_test_stops_at_the_first_case_past_the_bound_and_says_why():
@@ -161,15 +170,9 @@ def test_a_truncated_design_spends_exactly_alpha_and_no_more(q, futility, cases)
 
 
 def test_a_truncated_design_holds_alpha_at_any_discordance_by_simulation():
-    rng = np.random.default_rng(11)
     test = SequentialSignTest.truncated(0.75, 80, futility=0.1)
     assert test.threshold < 20
-    runs = 4000
-    rejected = 0
-    for _ in range(runs):
-        outcomes = rng.choice(["win", "loss", "tie"], size=80, p=[0.4, 0.4, 0.2])
-        rejected += test.run(outcomes).rejected
-    assert rejected / runs <= 0.05 + 4 * math.sqrt(0.05 * 0.95 / runs)
+    assert _holds_alpha_under_the_null(test, seed=11, runs=4000, cases=80, discordance=0.8)
 
 
 def test_bad_designs_are_refused():
