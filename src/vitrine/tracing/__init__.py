@@ -62,6 +62,7 @@ __all__ = [
     "capturing_content",
     "complete",
     "current_trace_id",
+    "detach",
     "enabled",
     "evaluation",
     "model_call",
@@ -129,6 +130,15 @@ def start(
             raise
         sys.stderr.write(f"vitrine: warning: traces are not sent: {exc}\n")
         return False
+
+
+def detach() -> None:
+    """Turn tracing off in this process without exporting or posting anything.
+
+    For a forked child: its copies of the parent's buffered spans and queued scores are the
+    parent's to send, and spans it started itself could be exported without their parents.
+    """
+    install_backend(None)
 
 
 def shutdown() -> None:

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from vitrine import tracing
 from vitrine_shop.evals.probe_guard import guarded
 
 __all__ = ["PendingProbes", "ProbeProcessError", "run_probes", "start_probes"]
@@ -49,6 +50,7 @@ def _child(probes: Mapping[str, Probe], services: Any, write: int) -> None:
     # child's copies of them may never be released, so it writes nowhere but its pipe.
     sys.stdout = sys.stderr = Path(os.devnull).open("w")  # noqa: SIM115 - kept until os._exit
     logging.disable(logging.CRITICAL)  # its handlers hold the parent's streams
+    tracing.detach()  # the parent's trace is the parent's to send; the probes' spans are not
     try:
         outcome: tuple[str, Any] = ("facts", asyncio.run(_inline(probes, services)))
     except BaseException as exc:  # everything is handed to the parent
