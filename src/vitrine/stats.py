@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from vitrine._sequential_eval import (
         SequentialComparison as SequentialComparison,
         compare_sequentially as compare_sequentially,
+        compare_sequentially_with as compare_sequentially_with,
+        pooled_against_reference as pooled_against_reference,
     )
     from vitrine._stats import (
         Interval as Interval,
