@@ -242,6 +242,12 @@ def build_parser(command: str | None = None, suite: Suite | None = None) -> argp
         action="store_true",
         help="also adjust the comparisons' p-values by Benjamini-Hochberg (Holm's always shown)",
     )
+    live.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run a comparing plan scenario by scenario and stop when its sequential sign test "
+        "stops (the scenarios after it are not run: an incomplete session)",
+    )
 
     traces = parser.add_argument_group("traces (OpenTelemetry; off unless a destination is set)")
     traces.add_argument(
@@ -553,6 +559,7 @@ def _options(namespace: argparse.Namespace, suite: Suite) -> PlanOptions:
         max_cost=namespace.max_cost,
         price_table=namespace.price_table,
         fdr=namespace.fdr,
+        sequential=namespace.sequential,
     )
 
 

@@ -150,6 +150,8 @@ class PlanRequest:
     prices: Mapping[str, Price] | None = field(default=None, compare=False)
     # Benjamini-Hochberg adjusted p-values beside the Holm ones (--fdr), where a plan compares.
     fdr: bool = False
+    # Run a comparing plan case by case and stop when its sequential test stops (--sequential).
+    sequential: bool = False
 
     def output_root(self) -> Path:
         """The run-store root: ``--output``, else ``$VITRINE_HOME``, else ``./.vitrine``."""

@@ -61,6 +61,7 @@ class PlanOptions:
     max_cost: str | float | None = None
     price_table: Path | None = None
     fdr: bool = False
+    sequential: bool = False
 
 
 def validate(
@@ -80,6 +81,7 @@ def validate(
     _check_reports(options)
     spend, prices = _spend_ceiling(plan, options)
     _check_fdr(plan, options)
+    _check_sequential(plan, options)
     if not plan.available:
         raise UsageError(f"{plan.name} is not available: {plan.unavailable_reason}")
     request = PlanRequest(
@@ -101,6 +103,7 @@ def validate(
         spend=spend,
         prices=prices,
         fdr=options.fdr,
+        sequential=options.sequential,
     )
     return plan, request
 
@@ -111,6 +114,15 @@ def _check_fdr(plan: Plan, options: PlanOptions) -> None:
             f"{plan.name} does not accept --fdr: it asks a live plan's receipt for "
             "Benjamini-Hochberg p-values beside Holm's, and this is a "
             f"{plan.kind.value} plan (its report.json holds both already, as holm_p and bh_p)"
+        )
+
+
+def _check_sequential(plan: Plan, options: PlanOptions) -> None:
+    if options.sequential and plan.kind is not PlanKind.LIVE:
+        raise UsageError(
+            f"{plan.name} does not accept --sequential: it runs a live plan's paired comparison "
+            "case by case until its sequential test stops, and this is a "
+            f"{plan.kind.value} plan, which runs no live comparison"
         )
 
 
