@@ -43,7 +43,11 @@ def _options(request: PlanRequest) -> LiveOptions:
 
     # A free provider is a model on this machine (in process or behind a local server).
     free = provider_is_free(request.provider)
-    return LiveOptions(agent_budget=LOCAL_AGENT_BUDGET if free else None, fdr=request.fdr)
+    return LiveOptions(
+        agent_budget=LOCAL_AGENT_BUDGET if free else None,
+        fdr=request.fdr,
+        sequential=request.sequential,
+    )
 
 
 async def eval01_agent(request: PlanRequest) -> PlanOutcome:

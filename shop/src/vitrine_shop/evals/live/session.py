@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,15 +58,26 @@ from vitrine.providers import (
 )
 from vitrine.redact import sanitize_text
 from vitrine.reports import benchmark_section
-from vitrine.runs import BenchmarkScore, RepCollapse, RunResult, run_benchmark
+from vitrine.runs import (
+    Arm,
+    BenchmarkDefinition,
+    BenchmarkScore,
+    RepCollapse,
+    RunResult,
+    run_benchmark,
+)
 from vitrine.stats import (
     AllPassDesign,
     Curtailment,
     PairedDesign,
+    SequentialComparison,
+    SequentialSignTest,
     WilsonDesign,
     benjamini_hochberg,
+    compare_sequentially_with,
     holm,
     paired_difference,
+    pooled_against_reference,
     session_curtailment,
     wilson_curtailment,
     wilson_interval,
@@ -74,6 +85,7 @@ from vitrine.stats import (
 from vitrine.store import RunStore
 from vitrine_shop.evals.live.calibration import admission_calls, examples_for
 from vitrine_shop.evals.live.definition import (
+    QUALITY_KEY,
     LiveBindings,
     judge_input,
     live_definition,
@@ -92,6 +104,8 @@ from vitrine_shop.evals.suite import SUITE
 from vitrine_shop.scenarios import load_scenarios
 
 __all__ = [
+    "SEQUENTIAL_CHECK",
+    "SEQUENTIAL_WIN_RATE",
     "SUBJECT_MAX_OUTPUT_TOKENS",
     "WHOLE_TRIAL_FLOOR",
     "LiveModels",
@@ -108,6 +122,28 @@ LIVE_DIR = "live"
 _ARCH_ARMS = {"agent": AGENT_ARM, "workflow": WORKFLOW_ARM}
 # The subject's provider configuration and the judge's, None when the judge shares it.
 _Configs = tuple["ProviderConfig", "ProviderConfig | None"]
+
+# The check --sequential follows. The live definition has no whole-trial check: a trial's
+# success is the conjunction of its architecture's required checks, and those differ by arm.
+# Of the four checks, the two trace reconciliations each apply to one architecture only, so
+# they never form a pair; of the two that both arms measure, the screened deliverable is a
+# gate both architectures must pass, while quality (the judge's criteria for the scenario)
+# is the outcome the use case is about. So the comparison's primary check is quality.
+SEQUENTIAL_CHECK = QUALITY_KEY
+# The design win rate of the sequential test. A live comparison has a handful of scenarios
+# (the shop's suite has four), and on so few cases only a (near) unanimous run of discordant
+# pairs can reach any bound at alpha 0.05: nothing can be rejected before the sixth
+# discordant case (two-sided, 2 / 2**5 > 0.05). A high design win rate puts the test's power
+# on that alternative: at 0.9 a unanimous challenger is rejected at its sixth case for every
+# case limit from 6 to 12, where 0.75 or 0.8 postpone it to the seventh from nine cases on.
+# 0.9 is also the win rate the preview's power statement assumes (PairedDesign).
+SEQUENTIAL_WIN_RATE = 0.9
+_SEQUENTIAL_CHOICE = (
+    "quality: the live definition has no whole-trial check (a trial's success is the "
+    "conjunction of its architecture's required checks); the trace checks apply to one "
+    "architecture each and never pair, and of the two checks both arms measure, quality is "
+    "the use case's outcome and the screened deliverable a gate both must pass"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +188,8 @@ class LiveOptions:
     curtail: bool = True
     # Benjamini-Hochberg adjusted p-values beside the Holm ones, for the comparisons.
     fdr: bool = False
+    # A comparing plan runs scenario by scenario and stops when its sequential test stops.
+    sequential: bool = False
 
 
 @dataclass
@@ -174,6 +212,12 @@ async def run_live_plan(
     spec: LivePlanSpec, request: PlanRequest, options: LiveOptions | None = None
 ) -> PlanOutcome:
     options = options or LiveOptions()
+    if options.sequential and not spec.compare:
+        raise UsageError(
+            f"{spec.name} does not accept --sequential: the sequential test stops a paired "
+            "comparison of the agent and the workflow, and only a plan that compares them "
+            f"runs one ({spec.name} runs the {' and '.join(spec.architectures)} alone)"
+        )
     environ = options.environ if options.environ is not None else os.environ
     # Reading the configuration calls nothing; it says whether the provider is free.
     configs = None if options.models is not None else _read_configs(request, environ)
@@ -187,15 +231,29 @@ async def run_live_plan(
         raise UsageError(f"{spec.name} needs at least one scenario")
     preview = _workload(spec, scenarios, request.repetitions, _ceilings(configs, options), paid)
     sink = _sink(request)
+    repetitions = range(1, request.repetitions + 1)
     nodes = [
         SuiteNode("session", "terminal", "live session"),
         SuiteNode("readiness", "gate", "provider readiness"),
         SuiteNode("capabilities", "gate", "structured-output probe"),
         SuiteNode("admission", "gate", "judge admission"),
         *(
-            SuiteNode(f"run:{arm}:{rep}", "predicate", f"{arm} repetition {rep}")
-            for arm in spec.arm_ids
-            for rep in range(1, request.repetitions + 1)
+            (
+                SuiteNode(
+                    _run_node(arm, rep, scenario),
+                    "predicate",
+                    f"{arm} repetition {rep}, {scenario}",
+                )
+                for scenario in scenarios
+                for arm in spec.arm_ids
+                for rep in repetitions
+            )
+            if options.sequential
+            else (
+                SuiteNode(_run_node(arm, rep), "predicate", f"{arm} repetition {rep}")
+                for arm in spec.arm_ids
+                for rep in repetitions
+            )
         ),
         SuiteNode("scoring", "persistence", "scoring"),
         SuiteNode("persisting", "persistence", "session receipt"),
@@ -229,6 +287,8 @@ async def run_live_plan(
             f"  judge admission: at most {admission_calls(scenarios)} "
             "calibration judge call(s) before the first trial\n"
         )
+        if options.sequential:
+            sys.stdout.write(f"  {_sequential_preview(len(scenarios))}\n")
         sys.stdout.flush()
     session.timeline.start("session")
     try:
@@ -315,52 +375,93 @@ async def _execute(
     runs = session.runs
     personas = personas_of(definition.cases)
     planned = session.request.repetitions
-    for arm_id in session.spec.arm_ids:
-        for repetition in range(1, planned + 1):
-            node = f"run:{arm_id}:{repetition}"
-            fixed = (
-                _curtailment([r for r in runs if r.arm_id == arm_id], personas, planned)
-                if session.spec.stochastic and options.curtail
-                else None
-            )
-            if fixed is not None:
-                _record_curtailment(session, arm_id, repetition - 1, fixed)
-                for skipped in range(repetition, planned + 1):
-                    _pass_over(timeline, f"run:{arm_id}:{skipped}", "curtailed: decision fixed")
-                break
-            timeline.start(node)
-            run = await run_benchmark(
-                definition,
-                arms[arm_id],
-                repetition=repetition,
-                store=store,
-                on_event=sink,
-                concurrency=options.concurrency or (1 if local else 4),
-                trial_timeout_s=options.trial_timeout_s or (1800.0 if local else 600.0),
-                check_timeout_s=options.check_timeout_s or (900.0 if local else 300.0),
-            )
-            runs.append(run)
-            timeline.end(node, detail=f"{run.verdict.value}: {run.census.describe()}")
+
+    async def run_arm(
+        target: BenchmarkDefinition, arm: Arm, repetition: int, node: str
+    ) -> RunResult:
+        timeline.start(node)
+        run = await run_benchmark(
+            target,
+            arm,
+            repetition=repetition,
+            store=store,
+            on_event=sink,
+            concurrency=options.concurrency or (1 if local else 4),
+            trial_timeout_s=options.trial_timeout_s or (1800.0 if local else 600.0),
+            check_timeout_s=options.check_timeout_s or (900.0 if local else 300.0),
+        )
+        runs.append(run)
+        timeline.end(node, detail=f"{run.verdict.value}: {run.census.describe()}")
+        return run
+
+    sequential: SequentialComparison | None = None
+    if options.sequential:
+        sequential = await _run_sequentially(session, definition, arms, run_arm)
+    else:
+        for arm_id in session.spec.arm_ids:
+            for repetition in range(1, planned + 1):
+                fixed = (
+                    _curtailment([r for r in runs if r.arm_id == arm_id], personas, planned)
+                    if session.spec.stochastic and options.curtail
+                    else None
+                )
+                if fixed is not None:
+                    _record_curtailment(session, arm_id, repetition - 1, fixed)
+                    for skipped in range(repetition, planned + 1):
+                        _pass_over(
+                            timeline, _run_node(arm_id, skipped), "curtailed: decision fixed"
+                        )
+                    break
+                await run_arm(definition, arms[arm_id], repetition, _run_node(arm_id, repetition))
 
     timeline.start("scoring")
-    section = benchmark_section(
-        runs, role="live use cases", store_root=session.root, pass_at=session.threshold
-    )
-    run_dirs = {ref.run_id: ref.run_dir for ref in section.runs}
+    # A sequential session's runs are of one-case definitions: each case is scored alone.
+    groups = _by_case(runs) if sequential is not None else [list(runs)]
+    sections = [
+        benchmark_section(
+            group, role="live use cases", store_root=session.root, pass_at=session.threshold
+        )
+        for group in groups
+    ]
+    run_dirs = {ref.run_id: ref.run_dir for section in sections for ref in section.runs}
     trials = [(run, facts) for run in runs for facts in trial_facts(run, personas)]
     session.document["trials"] = [
         trial_receipt(run, facts, run_dirs[run.run_id]) for run, facts in trials
     ]
-    session.document["runs"] = [r.model_dump() for r in section.runs]
-    session.document["check_facts"] = [c.model_dump() for c in section.checks]
+    session.document["runs"] = [r.model_dump() for section in sections for r in section.runs]
+    session.document["check_facts"] = [
+        {"case_id": section.cases[0], **c.model_dump()}
+        if sequential is not None
+        else c.model_dump()
+        for section in sections
+        for c in section.checks
+    ]
     if session.spec.compare:
-        session.document["comparisons"] = _comparisons(runs, session.threshold, fdr=options.fdr)
+        session.document["comparisons"] = _comparisons(
+            runs,
+            session.threshold,
+            fdr=options.fdr,
+            pooled_over=definition if sequential is not None else None,
+        )
     facts_only = [facts for _, facts in trials]
     whole = _whole_trial(facts_only, planned) if session.spec.stochastic else None
     if whole is not None:
         session.document["whole_trial"] = whole
     session.document["usage"] = _usage_totals(session.document["trials"])
-    code, reason = _verdict(session.spec.name, facts_only, whole)
+    not_run = (
+        [
+            f"{arm}/{scenario}"
+            for scenario in sequential.not_run
+            for arm in session.spec.arm_ids
+            for _ in range(planned)
+        ]
+        if sequential is not None
+        else []
+    )
+    code, reason = _verdict(session.spec.name, facts_only, whole, not_run=not_run)
+    if sequential is not None and sequential.not_run:
+        cases = len(definition.cases)
+        reason = f"{reason}; {_sequential_stop_reason(sequential, cases, code)}"
     curtailed = sum(row.get("curtailed", 0) for row in whole or ())
     if curtailed:
         reason = (
@@ -641,9 +742,14 @@ def _judge_relation(description: Mapping[str, Any]) -> str:
 
 
 def _comparisons(
-    runs: Sequence[RunResult], threshold: float, *, fdr: bool = False
+    runs: Sequence[RunResult],
+    threshold: float,
+    *,
+    fdr: bool = False,
+    pooled_over: BenchmarkDefinition | None = None,
 ) -> list[dict[str, Any]]:
-    score = BenchmarkScore.of(runs)
+    """One row per check; ``pooled_over``: the runs are one-case runs of that definition
+    (a sequential session), each case compared alone and the cases pooled."""
     keep = (
         "check",
         "reference_arm",
@@ -667,7 +773,11 @@ def _comparisons(
         "undecidable",
     )
     out = []
-    comparisons = score.against_reference(AGENT_ARM, RepCollapse.ALL, threshold)
+    comparisons = (
+        BenchmarkScore.of(runs).against_reference(AGENT_ARM, RepCollapse.ALL, threshold)
+        if pooled_over is None
+        else pooled_against_reference(pooled_over, runs, AGENT_ARM, RepCollapse.ALL, threshold)
+    )
     for comparison in comparisons:
         data = comparison.to_dict()
         row = {key: data[key] for key in keep}
@@ -726,6 +836,133 @@ def _record_curtailment(
         sys.stdout.flush()
 
 
+def _run_node(arm: str, repetition: int, scenario: str | None = None) -> str:
+    """A run's timeline node; a sequential session runs each scenario apart."""
+    return f"run:{arm}:{repetition}" if scenario is None else f"run:{arm}:{repetition}:{scenario}"
+
+
+def _sequential_design(cases: int) -> SequentialSignTest:
+    # Truncated at the scenario count, the most cases there are, so it spends exactly alpha
+    # over them. No futility bound: a futility stop would leave scenarios' use-case contracts
+    # unmeasured without the comparison having shown anything.
+    return SequentialSignTest.truncated(SEQUENTIAL_WIN_RATE, max_cases=cases)
+
+
+def _earliest_rejection(design: SequentialSignTest) -> int | None:
+    """The first case at which a unanimous run of discordant pairs reaches the bound."""
+    limit = design.max_cases or 0
+    return next((k for k in range(1, limit + 1) if design.rejects(design.log_e_value(k, 0))), None)
+
+
+def _sequential_preview(cases: int) -> str:
+    design = _sequential_design(cases)
+    earliest = _earliest_rejection(design)
+    reach = (
+        f"it cannot reject in {cases} case(s), so every case runs"
+        if earliest is None
+        else f"it can stop no earlier than case {earliest}"
+    )
+    return (
+        f"sequential: {SEQUENTIAL_CHECK} compared scenario by scenario (design win rate "
+        f"{SEQUENTIAL_WIN_RATE:g}, at most {cases} case(s), reject at e-value "
+        f"{design.threshold:.3g}); {reach}"
+    )
+
+
+async def _run_sequentially(
+    session: _Session,
+    definition: BenchmarkDefinition,
+    arms: Mapping[str, Arm],
+    run_arm: Callable[[BenchmarkDefinition, Arm, int, str], Awaitable[RunResult]],
+) -> SequentialComparison:
+    """Scenario by scenario, every repetition of the agent then of the workflow on that
+    scenario alone, until the sequential test stops; the scenarios after it are not run."""
+    cases = len(definition.cases)
+    design = _sequential_design(cases)
+
+    async def one_case(one: BenchmarkDefinition, arm: Arm, repetition: int) -> RunResult:
+        node = _run_node(arm.arm_id, repetition, one.cases[0].id)
+        return await run_arm(one, arm, repetition, node)
+
+    comparison = await compare_sequentially_with(
+        definition,
+        arms[AGENT_ARM],
+        arms[WORKFLOW_ARM],
+        SEQUENTIAL_CHECK,
+        design,
+        run_arm=one_case,
+        repetitions=session.request.repetitions,
+        collapse=RepCollapse.ALL,
+        pass_at=session.threshold,
+    )
+    ran = cases - len(comparison.not_run)
+    for scenario in comparison.not_run:
+        for arm_id in session.spec.arm_ids:
+            for repetition in range(1, session.request.repetitions + 1):
+                _pass_over(
+                    session.timeline,
+                    _run_node(arm_id, repetition, scenario),
+                    f"not run: the sequential comparison stopped after case {ran}",
+                )
+    result = comparison.result
+    if comparison.not_run:
+        where = (
+            f"stopped after {ran} of {cases} case(s), at {comparison.stopping_case}: "
+            f"{result.reason}; {len(comparison.not_run)} scenario(s) not run"
+        )
+    else:
+        where = f"ran all {cases} case(s): {result.reason}"
+    session.document["sequential"] = {
+        "design": design.describe(),
+        "design_win_rate_choice": (
+            f"{SEQUENTIAL_WIN_RATE:g}: on a handful of scenarios only a (near) unanimous run of "
+            "discordant pairs can reach a bound; it is also the win rate the preview's power "
+            "statement assumes"
+        ),
+        "check": comparison.check_key,
+        "check_choice": _SEQUENTIAL_CHOICE,
+        "reference_arm": AGENT_ARM,
+        "challenger_arm": WORKFLOW_ARM,
+        "planned_cases": cases,
+        "cases_run": ran,
+        "earliest_rejection_case": _earliest_rejection(design),
+        "stopping_case": comparison.stopping_case,
+        "result": result.to_dict(),
+        "pairs": [{"case_id": case, "outcome": outcome} for case, outcome in comparison.pairs],
+        "excluded_cases": list(comparison.excluded),
+        "cases_not_run": list(comparison.not_run),
+        # Each scenario's runs are of its own one-case definition (same key and version).
+        "case_definitions": {run.case_ids[0]: run.definition_hash for run in comparison.runs},
+        "comparisons_note": (
+            "the comparisons section is computed over the cases run; after a sequential stop "
+            "the data chose how many cases that is, so its p-values describe those cases and "
+            "the sequential result is the test"
+        ),
+        "summary": f"sequential: {where}",
+    }
+    return comparison
+
+
+def _sequential_stop_reason(comparison: SequentialComparison, cases: int, code: ExitCode) -> str:
+    ran = cases - len(comparison.not_run)
+    text = (
+        f"the comparison was decided at case {ran} of {cases}: {comparison.result.reason}; "
+        f"the remaining {len(comparison.not_run)} scenario(s)' use-case contracts were not "
+        "measured, and what was not measured is never a pass"
+    )
+    if code is ExitCode.INFRASTRUCTURE:
+        text += " (exit 4: an incomplete design, not a failed provider)"
+    return text
+
+
+def _by_case(runs: Sequence[RunResult]) -> list[list[RunResult]]:
+    """One-case runs grouped by their case, in the order they ran."""
+    groups: dict[str, list[RunResult]] = {}
+    for run in runs:
+        groups.setdefault(run.case_ids[0], []).append(run)
+    return list(groups.values())
+
+
 def _whole_trial(trials: Sequence[TrialFacts], planned: int) -> list[dict[str, Any]]:
     """Per (arm, scenario): successes, measured denominator, Wilson 95%, floor and decision.
 
@@ -777,8 +1014,14 @@ def _whole_trial(trials: Sequence[TrialFacts], planned: int) -> list[dict[str, A
 
 
 def _verdict(
-    plan: str, trials: Sequence[TrialFacts], whole: Sequence[Mapping[str, Any]] | None
+    plan: str,
+    trials: Sequence[TrialFacts],
+    whole: Sequence[Mapping[str, Any]] | None,
+    *,
+    not_run: Sequence[str] = (),
 ) -> tuple[ExitCode, str]:
+    """The plan's terminal rule over its planned trials: those run, and ``not_run`` (one
+    "arm/scenario" per planned trial a sequential stop left out), which are missing."""
     measured = [t for t in trials if t.measured]
     failure: str | None = None
     if whole is not None:
@@ -798,9 +1041,9 @@ def _verdict(
         if failed:
             failure = "measured failure in " + "; ".join(failed)
     return _terminal_rule(plan).decide(
-        planned=len(trials),
+        planned=len(trials) + len(not_run),
         measured=len(measured),
-        missing=sorted({f"{t.arm}/{t.scenario}" for t in trials if not t.measured}),
+        missing=sorted({f"{t.arm}/{t.scenario}" for t in trials if not t.measured} | set(not_run)),
         failure=failure,
     )
 
@@ -894,6 +1137,9 @@ def _persist(
             f"{row['decision']}"
             + (f" ({row['curtailed']} curtailed)" if row.get("curtailed") else "")
         )
+    sequential = session.document.get("sequential")
+    if sequential is not None:
+        summary.append(sequential["summary"])
     for row in session.document.get("comparisons") or []:
         summary.append(_comparison_line(row))
     artifacts = [path, *(Path(r.run_dir) for r in runs if r.run_dir)]
