@@ -177,3 +177,24 @@ def test_the_command_lines_sequential_reaches_the_live_options(tmp_path, monkeyp
     ((spec, req, options),) = seen
     assert spec is EVAL03 and req.sequential is True and options.sequential is True
     assert _options(PlanRequest(plan=EVAL01.name)).sequential is False
+
+
+async def test_the_board_shows_where_a_sequential_session_stopped_and_what_it_did_not_run(
+    tmp_path, eight_scenarios
+):
+    from vitrine._board.app import Board
+
+    judge = FakeJudge(failing_on(*range(1, 2 * len(eight_scenarios), 2)))
+    await run_live_plan(
+        EVAL03, request(tmp_path, EVAL03.name, eight_scenarios, 1), sequential(judge)
+    )
+    board = Board(tmp_path, persist_cache=False)
+    (live,) = [h for h in board.catalog.headers() if h.kind == "live"]
+    reply = board.get(f"/run/live/{live.key}", {})
+    assert reply.status == 200
+    html = reply.body.decode()
+    section = html[html.index('id="sequential"') :]
+    assert "6 of 8 case(s) run" in section and "the challenger is better" in section
+    assert section.count(">win<") == 6
+    assert section.count("not run</span>") == 2
+    assert all(case in section for case in EIGHT[6:])
