@@ -50,6 +50,63 @@ def test_catalog_reads_only_appended_lines_and_waits_for_a_torn_one(tmp_path: Pa
     assert headers[0].key == "2099-01-01_00-00-00_00000001"
 
 
+def test_an_index_read_in_small_slices_lists_every_run_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from vitrine._board import catalog as catalog_module
+
+    build_store(tmp_path)
+    whole = [(h.key, h.verdict, h.location) for h in Catalog(tmp_path, persist=False).headers()]
+    # Slices shorter than one line: every line spans a slice boundary.
+    monkeypatch.setattr(catalog_module, "_READ_CHUNK", 37)
+    sliced = [(h.key, h.verdict, h.location) for h in Catalog(tmp_path, persist=False).headers()]
+    assert sliced == whole and len(whole) == 3
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda record: record.update(verdict="PASS" if record["verdict"] == "FAIL" else "FAIL"),
+        lambda record: record.update(content_hash="sha256:" + "0" * 64),
+        lambda record: record.update(content_hash="SHA256:not-hex"),
+    ],
+    ids=["verdict", "another-seal", "not-a-seal"],
+)
+def test_an_edited_index_line_shows_its_run_unverified_and_leaves_the_others(tmp_path: Path, edit):
+    build_store(tmp_path)
+    catalog = Catalog(tmp_path, persist=False)
+    before = {h.key: h.verdict for h in catalog.verified(catalog.headers())}
+    assert "unverified" not in before.values()
+    path = index_path(tmp_path)
+    records = [json.loads(line) for line in path.read_bytes().splitlines()]
+    edit(records[0])
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    catalog = Catalog(tmp_path, persist=False)
+    after = {h.key: h.verdict for h in catalog.verified(catalog.headers())}
+    edited = records[0]["run_id"]
+    assert after[edited] == "unverified"
+    assert {k: v for k, v in after.items() if k != edited} == {
+        k: v for k, v in before.items() if k != edited
+    }
+
+
+def test_an_index_line_edited_in_place_after_it_was_listed_is_caught_when_shown(tmp_path: Path):
+    build_store(tmp_path)
+    catalog = Catalog(tmp_path, persist=False)
+    listed = catalog.headers()
+    path = index_path(tmp_path)
+    data = path.read_bytes()
+    failed = next(h for h in listed if h.verdict == "fail")
+    start = data.index(failed.key.encode())
+    # Same length, same file: nothing tells the catalog to read the index again.
+    edited = data[:start] + data[start:].replace(b'"FAIL"', b'"PASS"', 1)
+    with path.open("r+b") as handle:
+        handle.write(edited)
+    shown = {h.key: h.verdict for h in catalog.verified(catalog.headers())}
+    assert shown[failed.key] == "unverified"
+    assert "unverified" not in {v for k, v in shown.items() if k != failed.key}
+
+
 def test_header_cache_survives_a_restart_and_follows_a_changed_file(board_store: Path):
     first = Catalog(board_store)
     first.headers()

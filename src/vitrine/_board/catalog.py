@@ -108,6 +108,10 @@ class RunHeader:
     expected_failures: tuple[str, ...] = ()
     # A benchmark run that failed inside a suite session that passed: an expected failure.
     expected: bool = False
+    # A benchmark run: where its line starts in the run index, so the line itself is read again
+    # to check it against the run's sealed manifest (an offset, not the line's hash: the board
+    # keeps one for every run of the store).
+    index_offset: int = -1
 
     @property
     def ref(self) -> str:
@@ -119,21 +123,32 @@ class RunHeader:
         return self.timestamp[:10]
 
 
-def _benchmark_header(entry: RunIndexEntry, prefix: str) -> RunHeader:
+def _benchmark_header(
+    entry: RunIndexEntry, prefix: str, offset: int, shared: dict[str, str]
+) -> RunHeader:
+    def one(text: str) -> str:
+        # A store of 100,000 runs repeats a few dozen identities, arms and hashes: one copy
+        # of each keeps the board's memory to the strings that differ per run.
+        return shared.setdefault(text, text)
+
     definition = entry.definition
-    identity = f"{definition.get('key', '?')}@{definition.get('version', '?')}"
     return RunHeader(
         kind="benchmark",
         key=entry.run_id,
-        title=identity,
-        suite=str(definition.get("key") or ""),
+        title=one(f"{definition.get('key', '?')}@{definition.get('version', '?')}"),
+        suite=one(str(definition.get("key") or "")),
         plan="",
-        arm=entry.arm,
+        arm=one(entry.arm),
         verdict=_RUN_VERDICTS.get(entry.verdict, "unknown"),
         timestamp=entry.timestamp,
-        definition_hash=str(definition.get("content_hash") or ""),
-        location=prefix + entry.run_dir,
+        definition_hash=one(str(definition.get("content_hash") or "")),
+        location=prefix + entry.run_dir if prefix else entry.run_dir,
+        index_offset=offset,
     )
+
+
+# The index is parsed a slice at a time, so reading a large one never holds all of it at once.
+_READ_CHUNK = 1 << 18
 
 
 class _AppendedIndex:
@@ -144,9 +159,9 @@ class _AppendedIndex:
         self.path = index_path(store)
         self.prefix = prefix  # where this store sits under the board's root
         self.headers: list[RunHeader] = []
-        self.entries: dict[str, RunIndexEntry] = {}  # by run id, to check against the seal
         self.offset = 0
         self._identity: tuple[int, int] | None = None
+        self._shared: dict[str, str] = {}
 
     def refresh(self) -> bool:
         """Read what was appended; True when the list changed."""
@@ -154,33 +169,58 @@ class _AppendedIndex:
             stat = self.path.stat()
         except FileNotFoundError:
             changed = bool(self.headers)
-            self.headers, self.offset, self._identity = [], 0, None
-            self.entries = {}
+            self._reset(None)
             return changed
         identity = (stat.st_ino, stat.st_dev)
         changed = False
         if identity != self._identity or stat.st_size < self.offset:
             # Replaced or truncated: start over rather than trust an old offset.
             changed = bool(self.headers)
-            self.headers, self.offset, self._identity = [], 0, identity
-            self.entries = {}
+            self._reset(identity)
         if stat.st_size == self.offset:
             return changed
         with self.path.open("rb") as handle:
             handle.seek(self.offset)
-            data = handle.read()
-        end = data.rfind(b"\n") + 1  # a torn last line is left for the next look
-        for line in data[:end].splitlines():
-            try:
-                record = json.loads(line)
-                if isinstance(record, dict):
-                    entry = RunIndexEntry.from_record(record)
-                    self.headers.append(_benchmark_header(entry, self.prefix))
-                    self.entries[entry.run_id] = entry
-            except (ValueError, KeyError, TypeError):
-                continue  # one damaged line must not hide the runs around it
-        self.offset += end
+            carry = b""
+            while chunk := handle.read(_READ_CHUNK):
+                data = carry + chunk
+                end = data.rfind(b"\n") + 1  # a torn last line is left for the next look
+                self._parse(data[:end], self.offset)
+                self.offset += end
+                carry = data[end:]
         return True
+
+    def _reset(self, identity: tuple[int, int] | None) -> None:
+        self.headers, self.offset, self._identity = [], 0, identity
+        self._shared = {}
+
+    def _parse(self, lines: bytes, offset: int) -> None:
+        # Split at newlines only, so that each offset is exactly where readline finds the line.
+        for line in lines.split(b"\n")[:-1]:
+            entry = _entry(line)
+            if entry is not None:
+                self.headers.append(_benchmark_header(entry, self.prefix, offset, self._shared))
+            offset += len(line) + 1
+
+    def entry_at(self, header: RunHeader) -> RunIndexEntry | None:
+        """The index line ``header`` was read from, read again now; None when it is gone."""
+        if header.index_offset < 0:
+            return None
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(header.index_offset)
+                entry = _entry(handle.readline())
+        except OSError:
+            return None
+        return entry if entry is not None and entry.run_id == header.key else None
+
+
+def _entry(line: bytes) -> RunIndexEntry | None:
+    try:
+        record = json.loads(line)
+        return RunIndexEntry.from_record(record) if isinstance(record, dict) else None
+    except (ValueError, KeyError, TypeError):
+        return None  # one damaged line must not hide the runs around it
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -388,7 +428,7 @@ class Catalog:
         # The live store's prefix is the longer one: try it before the root store's "".
         for index in sorted(self._indexes, key=lambda i: len(i.prefix), reverse=True):
             if header.location.startswith(index.prefix):
-                entry = index.entries.get(header.key)
+                entry = index.entry_at(header)
                 if entry is not None and index_problem(index.store, entry) is None:
                     return header
                 break
