@@ -34,12 +34,15 @@ from vitrine._commandline import (
     add_store_option,
     add_suite_flag,
     add_suite_option,
+    add_trace_options,
     asks_for_help,
     environment_problem,
     load_suite_or_refuse,
     named_suite,
     parse_with_suite,
     print_error,
+    report,
+    traced_session,
 )
 from vitrine._modes import CONTROLS_ONLY, PROTOCOL_MODES, SELF_TEST, canonical_modes
 from vitrine._vocabulary import ExitCode
@@ -250,16 +253,7 @@ def build_parser(command: str | None = None, suite: Suite | None = None) -> argp
     )
 
     traces = parser.add_argument_group("traces (OpenTelemetry; off unless a destination is set)")
-    traces.add_argument(
-        "--trace-to",
-        metavar="URL",
-        help="send spans over OTLP/HTTP to URL (/v1/traces is appended); see docs/tracing.md",
-    )
-    traces.add_argument(
-        "--trace-content",
-        action="store_true",
-        help="put prompts, answers and tool arguments (scrubbed) in the spans",
-    )
+    add_trace_options(traces)
 
     execution = parser.add_argument_group("where trials run")
     execution.add_argument(
@@ -463,21 +457,12 @@ def _traced_dispatch(
     ray_address: str | None = None,
 ) -> int:
     """Start tracing (a no-op unless a destination is set), run the plan, flush the spans."""
-    from vitrine import tracing
-
     try:
-        tracing.start(trace_to=trace_to, trace_content=trace_content)
-    except tracing.TracingUnavailableError as exc:
-        _error(str(exc))
-        return ExitCode.INFRASTRUCTURE
-    except tracing.TracingConfigError as exc:
-        _error(str(exc))
-        return ExitCode.INVALID_ARGUMENTS
-    try:
-        with tracing.session_span(plan.name):
-            return _dispatch(plan, request, executor=executor, ray_address=ray_address)
-    finally:
-        tracing.shutdown()
+        session = traced_session(plan.name, trace_to=trace_to, trace_content=trace_content)
+    except CommandRefusal as exc:
+        return report(PROG, exc)
+    with session:
+        return _dispatch(plan, request, executor=executor, ray_address=ray_address)
 
 
 def _subcommand(name: str, argv: list[str]) -> int:

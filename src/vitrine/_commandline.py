@@ -38,6 +38,7 @@ __all__ = [
     "add_store_option",
     "add_suite_flag",
     "add_suite_option",
+    "add_trace_options",
     "asks_for_help",
     "component_or_refuse",
     "environment_path",
@@ -54,6 +55,7 @@ __all__ = [
     "run_command",
     "run_suite_command",
     "takes_path",
+    "traced_session",
 ]
 
 # The two classes a refusal can carry, under the names commands use for them.
@@ -197,6 +199,48 @@ def add_suite_option(
         help=f"the suite{provides} to load (default: [tool.vitrine] suite in pyproject.toml, "
         "else the one installed suite); its own flags are listed by --suite MODULE:ATTR --help",
     )
+
+
+TRACE_TO_HELP = "send spans over OTLP/HTTP to URL (/v1/traces is appended); see docs/tracing.md"
+TRACE_CONTENT_HELP = "put prompts, answers and tool arguments (scrubbed) in the spans"
+
+
+def add_trace_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--trace-to URL`` and ``--trace-content``, spelled alike by every traced command."""
+    parser.add_argument("--trace-to", metavar="URL", help=TRACE_TO_HELP)
+    parser.add_argument("--trace-content", action="store_true", help=TRACE_CONTENT_HELP)
+
+
+def traced_session(
+    name: str, *, trace_to: str | None = None, trace_content: bool = False
+) -> contextlib.AbstractContextManager[None]:
+    """Start tracing as the flags and the environment ask (a no-op when no destination is set)
+    and return the command's scope: one ``session {name}`` span, and every span and score sent
+    when it closes.
+
+    A destination that is not a URL is refused (exit 2) and ``--trace-to`` without the
+    ``tracing`` extra too (exit 4), as :class:`CommandRefusal`, before anything runs.
+    """
+    from vitrine import tracing
+
+    try:
+        tracing.start(trace_to=trace_to, trace_content=trace_content)
+    except tracing.TracingUnavailableError as exc:
+        raise CommandRefusal(str(exc), INFRASTRUCTURE) from None
+    except tracing.TracingConfigError as exc:
+        raise CommandRefusal(str(exc), USAGE) from None
+    return _session(name)
+
+
+@contextlib.contextmanager
+def _session(name: str) -> Iterator[None]:
+    from vitrine import tracing
+
+    try:
+        with tracing.session_span(name):
+            yield
+    finally:
+        tracing.shutdown()
 
 
 def named_suite(args: Sequence[str]) -> str | None:

@@ -1,9 +1,10 @@
 """Traces of evaluations over OpenTelemetry: off (and free) unless a destination is configured.
 
 Every trial, agent run, tool call, workflow stage attempt, model call and judge call becomes a
-span following the OpenTelemetry GenAI conventions, under one ``session`` span per command,
-and every check result a ``gen_ai.evaluation.result`` event, exported over OTLP/HTTP to the
-destination :mod:`vitrine.tracing._settings` resolves (``--trace-to``, ``OTEL_EXPORTER_OTLP_*``,
+span following the OpenTelemetry GenAI conventions (and every red-team probe, RAG query and
+pytest test one of its own), under one ``session`` span per command, and every check result a
+``gen_ai.evaluation.result`` event, exported over OTLP/HTTP to the destination
+:mod:`vitrine.tracing._settings` resolves (``--trace-to``, ``OTEL_EXPORTER_OTLP_*``,
 ``VITRINE_PHOENIX_URL``, Langfuse). Langfuse also receives the results as scores, Phoenix as
 span annotations.
 
@@ -36,6 +37,7 @@ from vitrine.tracing._spans import (
     evaluation,
     install_backend,
     installed_backend,
+    item_span,
     model_call,
     provider_attempt,
     provider_of,
@@ -65,6 +67,7 @@ __all__ = [
     "detach",
     "enabled",
     "evaluation",
+    "item_span",
     "model_call",
     "provider_attempt",
     "provider_of",

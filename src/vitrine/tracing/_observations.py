@@ -9,11 +9,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from vitrine._outcomes import MeasurementState, Observation, Verdict, run_verdict
+from vitrine._outcomes import (
+    MeasurementState,
+    Observation,
+    Status,
+    Verdict,
+    run_verdict,
+    status_of_label,
+)
 from vitrine.tracing import _semconv as sc
-from vitrine.tracing._spans import NULL_SPAN, Span, evaluation
+from vitrine.tracing._spans import NULL_SPAN, Span, evaluation, installed_backend
 
-__all__ = ["CheckRow", "describe_trial", "record_observation"]
+__all__ = ["CheckRow", "describe_trial", "record_observation", "record_outcome"]
 
 
 class CheckRow(Protocol):
@@ -57,13 +64,16 @@ def describe_trial(span: Span, rows: Sequence[CheckRow], error: str | None) -> N
         span.fail("failed checks: " + ", ".join(failed))
 
 
-def record_observation(check_key: str, observation: Observation) -> None:
+def record_observation(
+    check_key: str, observation: Observation, *, value_as_score: bool = False
+) -> None:
     """One check's observation as a ``gen_ai.evaluation.result`` event on the open span.
 
     A measured check scores 1.0 (passed) or 0.0 (failed) with the label ``pass`` or ``fail``;
-    a check that was not measured or did not apply has only its state as the label, never a
-    score: absence is not failure. The state, pass flag and raw value go to the scores APIs as
-    metadata.
+    with ``value_as_score`` (a metric whose value is itself a score, such as a RAG metric in
+    [0, 1]) it scores its raw value instead. A check that was not measured or did not apply has
+    only its state as the label, never a score: absence is not failure. The state, pass flag
+    and raw value go to the scores APIs as metadata.
     """
     metadata = {
         "state": observation.state.value,
@@ -72,10 +82,11 @@ def record_observation(check_key: str, observation: Observation) -> None:
     }
     if observation.state is MeasurementState.MEASURED:
         passed = bool(observation.passed)
+        verdict = 1.0 if passed else 0.0
         evaluation(
             check_key,
             label="pass" if passed else "fail",
-            score=1.0 if passed else 0.0,
+            score=observation.value if value_as_score else verdict,
             explanation=observation.reason or observation.label or None,
             metadata=metadata,
         )
@@ -86,3 +97,28 @@ def record_observation(check_key: str, observation: Observation) -> None:
             explanation=observation.reason,
             metadata=metadata,
         )
+
+
+def record_outcome(
+    name: str, outcome: str, detail: str = "", *, value: float | None = None
+) -> None:
+    """A result stored under one of vitrine's outcome labels (``passed``, ``failed``,
+    ``skipped``, ``resisted``, ``compromised``, ``inconclusive``, ``excluded``, ...) as an
+    evaluation, by :func:`record_observation`'s rule: only what the label says was measured
+    carries a score, ``value`` when given, else 1.0 (passed) or 0.0 (failed); ``detail`` is
+    the explanation.
+    """
+    if installed_backend() is None:
+        return
+    status = status_of_label(outcome)
+    reason = detail or outcome
+    observation: Observation
+    if status.state is MeasurementState.MEASURED:
+        passed = status is Status.PASS
+        measured = float(passed) if value is None else value
+        observation = Observation.measured(measured, passed, label=detail)
+    elif status.state is MeasurementState.NOT_APPLICABLE:
+        observation = Observation.not_applicable(reason)
+    else:
+        observation = Observation.not_measured(reason)
+    record_observation(name, observation, value_as_score=value is not None)

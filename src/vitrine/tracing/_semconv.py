@@ -35,6 +35,10 @@ EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
 EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
 EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 
+# A test's name and result, as the OpenTelemetry test conventions name them.
+TEST_CASE_NAME = "test.case.name"
+TEST_CASE_RESULT = "test.case.result.status"
+
 # The session a trace belongs to, as OpenInference names it: Phoenix groups traces by it.
 SESSION_ID = "session.id"
 
@@ -64,3 +68,9 @@ TOOL_STATUS = "vitrine.tool.status"
 # came from the model-call cache instead of the model.
 MODEL_CALL_SDK_RETRIES = "vitrine.model_call.sdk_retries"
 MODEL_CALL_CACHED = "vitrine.model_call.cached"
+# A red-team probe: its OWASP class, technique, severity and outcome; a behaviour test's case id.
+REDTEAM_OWASP = "vitrine.redteam.owasp"
+REDTEAM_TECHNIQUE = "vitrine.redteam.technique"
+REDTEAM_SEVERITY = "vitrine.redteam.severity"
+REDTEAM_OUTCOME = "vitrine.redteam.outcome"
+TEST_CASE_ID = "vitrine.test.case_id"

@@ -40,6 +40,7 @@ __all__ = [
     "evaluation",
     "install_backend",
     "installed_backend",
+    "item_span",
     "model_call",
     "provider_attempt",
     "provider_of",
@@ -210,6 +211,16 @@ def trial_span(
             sc.REPETITION: repetition,
         },
     )
+
+
+def item_span(
+    kind: str, item_id: str, attributes: Mapping[str, AttributeValue | None] | None = None
+) -> AbstractContextManager[Span]:
+    """``{kind} {item_id}``: one item a command judges outside a run (a red-team probe, a RAG
+    query, a pytest test), with its id as ``vitrine.case``."""
+    if _backend is None:
+        return NULL_SCOPE
+    return _backend.span(f"{kind} {item_id}", {sc.CASE: item_id, **(attributes or {})})
 
 
 def agent_span(agent_name: str) -> AbstractContextManager[Span]:
