@@ -70,6 +70,24 @@ class Receiver:
         return found
 
 
+def langfuse_variables(receiver: Receiver) -> dict[str, str]:
+    """Langfuse's three variables, naming ``receiver`` as the Langfuse host."""
+    return {
+        "LANGFUSE_PUBLIC_KEY": "pk-lf-test-public",
+        "LANGFUSE_SECRET_KEY": "sk-lf-test-secret",
+        "LANGFUSE_HOST": receiver.url,
+    }
+
+
+def scores_by_span(receiver: Receiver) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every span's name with the score bodies attached to it: {span name: {score name: body}}."""
+    names = {span.span_id.hex(): span.name for _, span in receiver.spans()}
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for body in receiver.score_bodies():
+        found.setdefault(names[body["observationId"]], {})[body["name"]] = body
+    return found
+
+
 def attributes(key_values: Any) -> dict[str, Any]:
     """OTLP KeyValue list to a plain dict."""
     out: dict[str, Any] = {}

@@ -56,6 +56,7 @@ from vitrine.redteam._model import (
     TargetReply,
 )
 from vitrine.redteam._runs import excerpt
+from vitrine.redteam._tracing import probe_span, record_probe
 
 __all__ = [
     "STRATEGIES",
@@ -342,9 +343,11 @@ async def run_adaptive_campaign(
     steps.begin(len(goals))
     for goal in goals:
         started = time.monotonic()
-        result, kept, last = await run_adaptive(
-            goal, strategy, factory, attacker, judge=judge, config=config
-        )
+        with probe_span(_planned(goal, strategy, ())) as span:
+            result, kept, last = await run_adaptive(
+                goal, strategy, factory, attacker, judge=judge, config=config
+            )
+            record_probe(span, result)
         why = "" if result.error is None else f", {result.error.code}"
         steps.step(
             goal.id,

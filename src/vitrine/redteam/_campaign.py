@@ -35,6 +35,7 @@ from vitrine.redteam._model import (
     TargetFactory,
     TargetReply,
 )
+from vitrine.redteam._tracing import probe_span, record_probe
 
 __all__ = [
     "CampaignConfig",
@@ -306,20 +307,26 @@ async def run_campaign(
 
     chosen = decider or decide_default
 
-    async def one(index: int, item: PlannedProbe) -> ProbeResult:
+    async def attempt(index: int, item: PlannedProbe) -> ProbeResult:
         nonlocal spent
+        async with lock:
+            if spent >= campaign_limit:
+                return _skipped(item, campaign_limit)
+            ledger = CallLedger(limits, campaign_limit=campaign_limit, spent_elsewhere=spent)
+        if progress is not None:
+            progress(f"probe {index + 1}/{len(planned)}: {item.probe.id}")
+        execution = await execute_probe(item.probe, factory, ledger, config.probe_timeout_s)
+        result = await chosen(item, execution)
+        async with lock:
+            spent += ledger.total
+        return result
+
+    async def one(index: int, item: PlannedProbe) -> ProbeResult:
         async with semaphore:
-            async with lock:
-                if spent >= campaign_limit:
-                    return _skipped(item, campaign_limit)
-                ledger = CallLedger(limits, campaign_limit=campaign_limit, spent_elsewhere=spent)
-            if progress is not None:
-                progress(f"probe {index + 1}/{len(planned)}: {item.probe.id}")
-            execution = await execute_probe(item.probe, factory, ledger, config.probe_timeout_s)
-            result = await chosen(item, execution)
-            async with lock:
-                spent += ledger.total
-            return result
+            with probe_span(item) as span:
+                result = await attempt(index, item)
+                record_probe(span, result)
+                return result
 
     results = await asyncio.gather(*(one(i, p) for i, p in enumerate(planned)))
     return CampaignResult(tuple(results), len(planned), campaign_limit, spent)

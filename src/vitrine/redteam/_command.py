@@ -3,7 +3,7 @@
 ::
 
     vitrine redteam run [CASES.yaml|promptfooconfig.yaml] [--extended] [--target shop|vulnerable]
-                        [--provider P] [--no-judge] [--deterministic-only]
+                        [--provider P] [--no-judge] [--deterministic-only] [--trace-to URL]
     vitrine redteam adaptive --strategy goat|crescendo [--goal ID] [--attacker scripted|provider]
     vitrine redteam sign-off FINDING --by NAME --reason TEXT [--run RUN]
     vitrine redteam status [RUN]
@@ -13,6 +13,8 @@ The target comes from the suite's ``redteam-target`` component. Without ``--prov
 everything is offline and deterministic (scripted target, scripted attacker, no judge); with
 one, the subject, the judge and (by default) the attacker are that provider's models, and a
 paid provider needs ``--confirm-paid``. Nothing is sent to a service the operator did not name.
+With a trace destination (``--trace-to``, or the OpenTelemetry or Langfuse variables; see
+docs/tracing.md) ``run`` and ``adaptive`` send each probe as a span and its results as scores.
 
 Exit codes of ``run`` and ``adaptive``: 0 every probe resisted, 1 a compromise (a measured
 failure, and a finding that needs sign-off), 3 an inconclusive probe (for a static case: an
@@ -34,6 +36,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,8 +48,10 @@ from vitrine._commandline import (
     RefusingParser,
     add_store_option,
     add_suite_option,
+    add_trace_options,
     load_suite_or_refuse,
     run_command,
+    traced_session,
 )
 from vitrine._vocabulary import ExitCode
 
@@ -80,6 +85,7 @@ def _provider_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--local-model", metavar="PATH", type=Path)
     parser.add_argument("--confirm-paid", action="store_true")
     parser.add_argument("--no-judge", action="store_true", help="never call a judge")
+    add_trace_options(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,20 +268,29 @@ def _run(args: argparse.Namespace) -> int:
     models = _models(args, args.target)
     factory = _factory(component, args.target, models)
     codes = []
-    if cases is not None:
-        started = _now()
-        facts = asyncio.run(
-            run_static_cases(
-                cases, factory, judge=models.judge, exclude_judged=args.deterministic_only
+    with _traced(args):
+        if cases is not None:
+            started = _now()
+            facts = asyncio.run(
+                run_static_cases(
+                    cases, factory, judge=models.judge, exclude_judged=args.deterministic_only
+                )
             )
-        )
-        codes.append(_finish(args, "static", component, models, facts, started, names))
-    for request in adaptive:
-        turns = request.max_turns or _DEFAULT_TURNS
-        codes.append(
-            _adaptive_run(args, component, models, factory, request.strategy, goals, turns)
-        )
+            codes.append(_finish(args, "static", component, models, facts, started, names))
+        for request in adaptive:
+            turns = request.max_turns or _DEFAULT_TURNS
+            codes.append(
+                _adaptive_run(args, component, models, factory, request.strategy, goals, turns)
+            )
     return next((int(c) for c in _RUN_PRIORITY if c in codes), int(ExitCode.PASS))
+
+
+def _traced(args: argparse.Namespace) -> AbstractContextManager[None]:
+    """The command's trace: one ``session redteam run|adaptive`` span (off unless a
+    destination is set)."""
+    return traced_session(
+        f"redteam {args.command}", trace_to=args.trace_to, trace_content=args.trace_content
+    )
 
 
 def _static_work(
@@ -339,15 +354,16 @@ def _adaptive(args: argparse.Namespace) -> int:
         raise CommandRefusal(f"unknown goal {unknown[0]!r}: one of {', '.join(goals)}")
     models = _models(args, args.target)
     factory = _factory(component, args.target, models)
-    return _adaptive_run(
-        args,
-        component,
-        models,
-        factory,
-        args.strategy,
-        {g: goals[g] for g in chosen},
-        args.max_turns,
-    )
+    with _traced(args):
+        return _adaptive_run(
+            args,
+            component,
+            models,
+            factory,
+            args.strategy,
+            {g: goals[g] for g in chosen},
+            args.max_turns,
+        )
 
 
 def _adaptive_run(

@@ -24,6 +24,7 @@ from vitrine.redteam._model import (
     unresolved,
 )
 from vitrine.redteam._runs import excerpt, findings_for
+from vitrine.redteam._tracing import record_assertions
 
 __all__ = ["RunFacts", "run_document", "run_static_cases", "scope"]
 
@@ -61,6 +62,7 @@ async def run_static_cases(
             case, execution, judge, exclude_judged=exclude_judged
         )
         facts.assertions[case.id] = assertions
+        record_assertions(assertions)
         if execution.reply is not None:
             facts.evidence[case.id] = excerpt(execution.reply)
         return result
