@@ -4,6 +4,8 @@ Exit codes: 0 every metric's aggregate meets its threshold, 1 a measured metric 
 arguments or inputs (dataset, thresholds, suite), 3 nothing could be measured, 4 infrastructure
 (database, embeddings endpoint, model provider, unwritable store). Readiness is checked before
 anything is written: an unready prod configuration leaves no table, report or file behind.
+With a trace destination (``--trace-to``, or the OpenTelemetry or Langfuse variables; see
+docs/tracing.md) ``eval`` sends each query as a span and its metrics as scores.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from vitrine._commandline import (
     RefusingParser,
     add_store_option,
     add_suite_option,
+    add_trace_options,
     load_suite_or_refuse,
     print_error,
     run_command,
+    traced_session,
 )
 from vitrine._progress_bar import StepProgress
 from vitrine._vocabulary import ExitCode, MeasurementState, Status
@@ -159,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--thresholds", metavar="PATH", type=Path, help="thresholds file to read")
     evaluate.add_argument("--json-report", metavar="PATH", type=Path, help="also write JSON here")
     evaluate.add_argument("--html-report", metavar="PATH", type=Path, help="also write HTML here")
+    add_trace_options(evaluate)
 
     calibrate = commands.add_parser("calibrate", help="derive thresholds and write them")
     common(calibrate)
@@ -435,7 +440,10 @@ def _evaluate(args: argparse.Namespace) -> int:
             setup.embedder, thresholds, structural_faithfulness=structural, entities=entities
         )
     provenance = _provenance(thresholds, items)
-    with _open_store(setup) as store:
+    with (
+        traced_session("rag eval", trace_to=args.trace_to, trace_content=args.trace_content),
+        _open_store(setup) as store,
+    ):
         _load(setup, store)
         # What the planner runs, not what was asked for: said in the line and the report.
         plan = store.scan(

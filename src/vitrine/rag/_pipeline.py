@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from vitrine import tracing
 from vitrine._outcomes import (
     ExitCode,
     MeasurementState,
@@ -33,6 +34,7 @@ from vitrine.rag._metrics import (
     sources_indexed,
 )
 from vitrine.rag._vectorstore import RetrievedChunk, VectorStore
+from vitrine.tracing._observations import record_observation
 
 __all__ = [
     "DEFAULT_TOP_K",
@@ -121,19 +123,21 @@ async def evaluate(
     async def one(item: DatasetItem, retrieval: Retrieval) -> ItemResult:
         nonlocal done
         async with gate:
-            answer = await generator.generate(item.question, retrieval.chunks)
-            progress(done, len(items), f"{item.id} answered")
-            scoring = ScoringInput(
-                item.id,
-                item.question,
-                item.reference_answer,
-                item.relevant_chunk_ids,
-                item.has_relevant_chunk,
-                retrieval.chunks,
-                answer,
-            )
-            scores = await scorer.score(scoring)
-            scores.setdefault(Metric.SOURCES_INDEXED, sources_indexed(scoring, indexed))
+            with tracing.item_span("query", item.id):
+                answer = await generator.generate(item.question, retrieval.chunks)
+                progress(done, len(items), f"{item.id} answered")
+                scoring = ScoringInput(
+                    item.id,
+                    item.question,
+                    item.reference_answer,
+                    item.relevant_chunk_ids,
+                    item.has_relevant_chunk,
+                    retrieval.chunks,
+                    answer,
+                )
+                scores = await scorer.score(scoring)
+                scores.setdefault(Metric.SOURCES_INDEXED, sources_indexed(scoring, indexed))
+                _record_scores(scores)
         done += 1
         progress(done, len(items), f"{item.id} scored")
         return ItemResult(item, retrieval, answer, scores)
@@ -145,8 +149,17 @@ async def evaluate(
         metric: aggregate(metric, [r.scores[metric] for r in results], thresholds.metrics[metric])
         for metric in Metric
     }
+    # On the span around the evaluation (the command's session): the run's verdict per metric.
+    _record_scores({metric: a.gate for metric, a in aggregates.items()}, suffix=" mean")
     code = gate_exit_code(a.gate for a in aggregates.values())
     return EvalOutcome(tuple(results), aggregates, code, top_k, time.perf_counter() - started)
+
+
+def _record_scores(scores: Mapping[Metric, Observation], suffix: str = "") -> None:
+    """Each metric's observation as an evaluation of the open span, its value as the score
+    (not measured or not applicable: no score)."""
+    for metric, observation in scores.items():
+        record_observation(f"{metric.value}{suffix}", observation, value_as_score=True)
 
 
 def gate_exit_code(gates: Iterable[Observation]) -> ExitCode:
