@@ -39,6 +39,9 @@ only pytest and the standard library; httpx, the judge and the providers load on
   failed tries and whether it was measured) and, per turn, the ``layer`` of the service that
   produced the answer, at the end of the session; the endpoint's URL is named only when one
   was used.
+- With a trace destination (``--vitrine-trace-to URL``, or the OpenTelemetry or Langfuse
+  variables every vitrine command reads; see docs/tracing.md) the session is one trace: a span
+  per test, its outcome and its metrics as scores. Without one, OpenTelemetry never loads.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ import pytest
 
 # vitrine.evaluate()'s default; the module is light (no runner), so it loads with the plugin.
 from vitrine._bench.retry import DEFAULT_RETRIES
+from vitrine._commandline import TRACE_CONTENT_HELP, TRACE_TO_HELP
 from vitrine._vocabulary import Status, status_of_label
 from vitrine.errors import InvalidArgumentError
 from vitrine.subjects._chat_client import (
@@ -95,6 +99,7 @@ __all__ = [
     "SubjectProbe",
     "Transcript",
     "Turn",
+    "metrics_of",
     "parse_sse",
 ]
 
@@ -388,6 +393,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(also the vitrine_adapter ini value; default: the vitrine serve protocol)",
     )
     group.addoption(
+        "--vitrine-trace-to",
+        metavar="URL",
+        default=None,
+        help=f"{TRACE_TO_HELP}: one span per test, its outcome and metrics as scores (the "
+        "OpenTelemetry and Langfuse variables name a destination too)",
+    )
+    group.addoption(
+        "--vitrine-trace-content", action="store_true", default=False, help=TRACE_CONTENT_HELP
+    )
+    group.addoption(
         "--vitrine-retries",
         metavar="N",
         default=None,
@@ -423,7 +438,14 @@ def pytest_configure(config: pytest.Config) -> None:
     _retries(config)
     _trial_timeout_s(config)
     # Per config, not per module: a pytest run inside a test (pytester) has its own recorder.
-    config.pluginmanager.register(_Recorder(config), f"vitrine-recorder-{id(config)}")
+    recorder = _Recorder(config)
+    config.pluginmanager.register(recorder, f"vitrine-recorder-{id(config)}")
+    # Traced only when a destination is configured; OpenTelemetry loads only then.
+    from vitrine._pytest_tracing import SessionTracer
+
+    tracer = SessionTracer.start(config, recorder.results)
+    if tracer is not None:
+        config.pluginmanager.register(tracer, f"vitrine-tracer-{id(config)}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -721,6 +743,12 @@ def _load_object(spec: str, where: str) -> Any:
         return getattr(module, attr)
     except AttributeError:
         raise pytest.UsageError(f"{where} {spec}: {module_name!r} has no {attr!r}") from None
+
+
+def metrics_of(item: pytest.Item) -> list[Metric]:
+    """The metrics ``item`` recorded through ``vitrine_metrics`` (none if it did not use it)."""
+    metrics = item.stash.get(_metrics_key, None)
+    return [] if metrics is None else list(metrics.recorded)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Tracing off costs nothing: no OpenTelemetry import, no export; a bad destination exits 2."""
+"""Tracing off costs nothing: no OpenTelemetry import, no export, in the commands and in a
+pytest session with vitrine's plugin; a bad destination exits 2."""
 
 from __future__ import annotations
 
@@ -19,6 +20,18 @@ _IMPORTED = (
     "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'opentelemetry')\n"
     "print('OTEL-MODULES', len(loaded), code)\n"
 )
+
+_PYTEST_SESSION = (
+    "import sys\n"
+    "import pytest\n"
+    "code = pytest.main({argv!r})\n"
+    "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'opentelemetry')\n"
+    "print('OTEL-MODULES', len(loaded), int(code))\n"
+)
+_PLUGIN_TEST = """
+def test_metric(vitrine_metrics):
+    vitrine_metrics.check("greets", True, "said hello")
+"""
 
 
 def _run_python(code: str, **extra_env: str) -> str:
@@ -73,3 +86,32 @@ def test_a_bad_endpoint_variable_exits_2_naming_it(tmp_path, capsys, monkeypatch
     code = main(["--all", "--output", str(tmp_path / "store")])
     assert code == ExitCode.INVALID_ARGUMENTS
     assert "OTEL_EXPORTER_OTLP_ENDPOINT must be an http" in capsys.readouterr().err
+
+
+def _pytest_session(tmp_path: Path, *options: str) -> str:
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_plugin.py").write_text(_PLUGIN_TEST)
+    argv = [str(tmp_path), "-c", str(tmp_path / "pytest.ini"), "-q", "-p", "no:randomly"]
+    return _run_python(_PYTEST_SESSION.format(argv=[*argv, *options]))
+
+
+def test_a_pytest_session_untraced_imports_no_opentelemetry_and_exports_nothing(tmp_path):
+    receiver = start_receiver()
+    try:
+        line = _pytest_session(tmp_path)
+    finally:
+        receiver.server.shutdown()
+    assert line == "OTEL-MODULES 0 0"
+    assert receiver.requests == []
+
+
+def test_a_pytest_session_with_a_destination_loads_opentelemetry_and_exports(tmp_path):
+    # The counterpart of the test above: the same session, traced, is seen to be.
+    receiver = start_receiver()
+    try:
+        line = _pytest_session(tmp_path, "--vitrine-trace-to", receiver.url)
+    finally:
+        receiver.server.shutdown()
+    modules, code = line.split()[1:]
+    assert int(modules) > 0 and code == "0"
+    assert receiver.trace_requests()
