@@ -1,12 +1,14 @@
-"""Fixtures of the board's tests: one real store per session, and a board serving it."""
+"""Fixtures of the board's tests: one real store per session, the board on it, a browser."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from board_fixtures import build_redteam, build_store
+from browser_support import board_browser
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +28,10 @@ def served(board_store: Path) -> Iterator[tuple[object, object]]:
     board = Board(board_store)
     with serve(board) as server:
         yield board, server
+
+
+@pytest.fixture
+def page(served) -> Iterator[tuple[Any, str, list[str], list[str]]]:
+    """A headless Chromium tab logged in to the board: (tab, URL, dialogs, foreign requests)."""
+    with board_browser(served[1]) as opened:
+        yield opened

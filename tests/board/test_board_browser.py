@@ -5,7 +5,6 @@ Chromium is Debian's (/usr/bin/chromium); without it these tests are skipped wit
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,52 +12,14 @@ from typing import Any
 
 import pytest
 from board_fixtures import HOSTILE
+from browser_support import board_browser, needs_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu"]
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="Debian chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
-)
+pytestmark = needs_chromium
 
 
 def _expect(locator: Any) -> Any:
     # Playwright's expect retries until its timeout; a bare is_visible() reads the page once.
     return pytest.importorskip("playwright.sync_api").expect(locator)
-
-
-@contextlib.contextmanager
-def _browser(server: Any) -> Iterator[tuple[Any, str, list[str], list[str]]]:
-    url = server.url
-    sync_api = pytest.importorskip("playwright.sync_api")
-    dialogs: list[str] = []
-    foreign: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            tab = browser.new_page()
-            tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            tab.on(
-                "request",
-                lambda r: None if r.url.startswith(url) else foreign.append(r.url),
-            )
-            tab.set_default_timeout(20_000)
-            tab.goto(server.login_url)  # as its owner does: the printed address, token and all
-            assert tab.url == url, "the token stays out of the address once it is a cookie"
-            yield tab, url, dialogs, foreign
-        finally:
-            browser.close()
-    assert dialogs == [], "a script from the store ran in the board"
-    assert foreign == [], "the board loaded something from outside itself"
-
-
-@pytest.fixture
-def page(served) -> Iterator[tuple[Any, str, list[str], list[str]]]:
-    with _browser(served[1]) as opened:
-        yield opened
 
 
 @pytest.fixture
@@ -67,7 +28,7 @@ def empty_board_page(tmp_path: Path) -> Iterator[tuple[Any, str, list[str], list
     from vitrine._board.app import Board
     from vitrine._board.server import serve
 
-    with serve(Board(tmp_path)) as server, _browser(server) as opened:
+    with serve(Board(tmp_path)) as server, board_browser(server) as opened:
         yield opened
 
 
