@@ -46,7 +46,7 @@ from vitrine_shop.evals.population import population_definition, population_serv
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.scenarios import load_scenarios
 from vitrine_shop.scripted.explorer import ATTEMPTS, ExplorativeShopModel
-from vitrine_shop.scripted.stage_explorer import ExplorativeStageModel
+from vitrine_shop.scripted.stage_explorer import BREAKS, ExplorativeStageModel
 from vitrine_shop.workflow import ShopWorkflow
 
 __all__ = [
@@ -372,8 +372,18 @@ def _explorative_workflow_arm(services: ServicesFactory) -> Arm:
     """The workflow with a model that breaks a seeded share of stage replies out of contract:
     its parser, checks, retries and fallbacks decide, and its census must say what happened."""
 
+    # Each case also breaks every stage's first attempt, each stage's breaks taken in turn over
+    # the cases, so every break meets the workflow's defences whatever the draws do elsewhere.
+    cases = [c.id for c in stage_definition().cases]
+    forced = {
+        case: {stage: sorted(kinds)[i % len(kinds)] for stage, kinds in BREAKS.items()}
+        for i, case in enumerate(cases)
+    }
+
     async def subject(case: Case) -> SubjectResponse:
-        model = ExplorativeStageModel(seed=zlib.crc32(case.id.encode()) ^ EXPLORER_SEED)
+        model = ExplorativeStageModel(
+            seed=zlib.crc32(case.id.encode()) ^ EXPLORER_SEED, forced=forced.get(case.id)
+        )
         workflow = ShopWorkflow(model, services(), max_attempts=_STAGE_ATTEMPTS)
         response = await workflow.answer(ShopRequest.from_case_input(case.input))
         explored = {"max_attempts": _STAGE_ATTEMPTS, "log": list(model.explorer.log)}
