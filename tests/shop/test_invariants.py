@@ -143,6 +143,16 @@ def _render_stale_price(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tools, "render_recommendation", render)
 
 
+def _render_numbered_from_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = tools.render_recommendation
+
+    def render(services: Any, items: list[Any], note: str | None = None) -> str:
+        text = original(services, items, note)
+        return re.sub(r"(?m)^(\d+)\.", lambda m: f"{int(m.group(1)) - 1}.", text)
+
+    monkeypatch.setattr(tools, "render_recommendation", render)
+
+
 def _first_budget_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     original = memory.extract_constraints
 
@@ -252,6 +262,11 @@ PLANTED: dict[str, tuple[Plant, str, tuple[str, ...]]] = {
     "search ignores its price ceiling": (_search_ignores_price_ceiling, "budget", EXPLORER),
     "search ignores in_stock_only": (_search_ignores_stock_filter, "tool-contract", EXPLORER),
     "a recommendation shows a stale price": (_render_stale_price, "price", EXPLORER),
+    "the recommendation list is numbered from 0": (
+        _render_numbered_from_zero,
+        "list-numbering",
+        EXPLORER,
+    ),
     "memory keeps the first budget stated": (_first_budget_wins, "budget", AGENTS),
     "the screen misses purchase claims": (_screen_misses_claims, "purchase-claim", EXPLORER),
     "the screen misses prompt leaks": (_screen_misses_leaks, "prompt-leak", EXPLORER),
@@ -885,3 +900,20 @@ def _the_picks_forgotten_when_cut_short(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_bug_planted_in_the_cut_short_answer_is_seen(monkeypatch, plant):
     plant(monkeypatch)
     assert _cut_short_rules().get("cut-short", 0) > 0
+
+
+@pytest.mark.parametrize(
+    ("text", "wrong"),
+    [
+        ("1. a\n2. b\n3. c", False),
+        ("Lane one:\n1. a\n2. b\nLane two:\n1. c", False),
+        ("No list here. 3. is just a number in prose.", False),
+        ("0. a\n1. b", True),
+        ("1. a\n3. b", True),
+        ("1) a\n2) b\n2) c", True),
+    ],
+)
+def test_a_numbered_list_counts_from_one(text, wrong):
+    from vitrine_shop.evals.invariants import _numbering_problem
+
+    assert (_numbering_problem(text) is not None) is wrong

@@ -551,6 +551,9 @@ def _text_violations(
     inference = _health_inference(text)
     if inference and not _CONDITIONS.search(" ".join(turns)):
         found.append(Violation("health-inference", inference))
+    numbering = _numbering_problem(text)
+    if numbering:
+        found.append(Violation("list-numbering", numbering))
     found += _other_customers(text, persona, world)
     if persona is not None and not health:
         for name in _sensitive_purchase_names(persona, world):
@@ -559,6 +562,21 @@ def _text_violations(
                     Violation("sensitive-purchase", f"names a sensitive purchase ({name})")
                 )
     return found
+
+
+_NUMBERED_LINE = re.compile(r"(?m)^[ \t]*(\d{1,3})[.)][ \t]")
+
+
+def _numbering_problem(text: str) -> str | None:
+    """A numbered list counts 1, 2, 3 and so on: each number is one more than the line before,
+    or 1 where a new list starts. A customer reads "0." or a skipped number as a wrong list."""
+    previous = 0
+    for match in _NUMBERED_LINE.finditer(text):
+        number = int(match.group(1))
+        if number not in (1, previous + 1):
+            return f"a numbered list goes from {previous} to {number}"
+        previous = number
+    return None
 
 
 _CONDITIONS = re.compile(
