@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 from unittest import mock
 
@@ -115,6 +116,16 @@ async def test_the_recommendation_chain_starts_with_the_profile_then_the_interes
     conversation.answered("get_user_profile", {"customer_id": "nadia", "has_evidence": True})
     second = await model.complete(conversation.request())
     assert [c.name for c in second.tool_calls] == ["get_interest_map"]
+
+
+async def test_tool_names_arrive_as_a_provider_hands_them_over_not_as_shared_literals() -> None:
+    # Decoded from JSON, as a live provider's are: equal to the tool's name, not the same
+    # object, so a comparison by identity (`is`) fails offline exactly as it would live.
+    conversation = _Conversation("What should I add to my kit?")
+    first = await ScriptedShopModel().complete(conversation.request())
+    (call,) = first.tool_calls
+    assert call.name == "get_user_profile"
+    assert call.name is not sys.intern("get_user_profile")
 
 
 async def test_the_search_query_combines_the_request_interests_and_recalled_constraints() -> None:

@@ -161,7 +161,10 @@ class ScriptedShopModel:
             text = json.dumps(arguments, ensure_ascii=False)
             if self._take_unusable():
                 text = self._unusable_content()
-            requests.append(ToolCallRequest(f"call-{self.calls}-{index}", name, text))
+            # The name as a provider hands it over, decoded from its JSON: a string of its own,
+            # so code that compares tool names by identity (`is`) fails here as it would live.
+            received = json.loads(json.dumps(name))
+            requests.append(ToolCallRequest(f"call-{self.calls}-{index}", received, text))
         return ChatCompletion(
             None, tuple(requests), _ZERO, finish_reason="tool_calls", model=SCRIPTED_MODEL_ID
         )
