@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Container
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from vitrine_shop import memory, tools
+from vitrine_shop import memory, operations, tools
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.domain import Product
 from vitrine_shop.evals import data_variants
@@ -61,6 +62,16 @@ def _budget_exclusive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(memory.Constraints, "affords", affords)
 
 
+def _sensitive_gift_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.derive_interest_map
+
+    def derive(persona: Any, catalogue: Catalogue, clock: Any) -> Any:
+        found = original(persona, catalogue, clock)
+        return replace(found, gift_signals=tuple(sorted(persona.gift_skus)))
+
+    monkeypatch.setattr(operations, "derive_interest_map", derive)
+
+
 def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> None:
     original = tools._presentation_problems
 
@@ -79,8 +90,9 @@ def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> Non
         (_sensitive_never_recognised, "sensitive"),
         (_budget_exclusive, "budget-edge"),
         (_presenter_ignores_marketplace_stock, "tool-contract"),
+        (_sensitive_gift_listed, "interest-order"),
     ],
-    ids=["marketplace in stock", "sensitive filter", "budget <", "presenter stock"],
+    ids=["marketplace in stock", "sensitive filter", "budget <", "presenter stock", "gift"],
 )
 def test_a_bug_only_variant_data_reaches_is_seen(
     monkeypatch: pytest.MonkeyPatch, plant: Any, rule: str

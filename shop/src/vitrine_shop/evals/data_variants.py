@@ -14,7 +14,8 @@ customers are not embedded). Every output is held to the invariants computed fro
   have no stock; every exploration request is asked. Nothing offered may be out of stock, and
   every stock or price a tool reports must be the variant's; each fact the variant changed is
   also read back through the stock, detail and presentation tools.
-- ``set-aside history``: seeded customers whose whole history is gifts and purchases from the
+- ``set-aside history``: seeded customers whose whole history is gifts (one of them from the
+  sensitive department) and purchases from the
   sensitive department (one recent, and every sensitive consumable bought one cycle ago, so
   due), so the interest map holds nothing and the recommender works from the request alone,
   across every department. They ask for each brand the sensitive department stocks, in words
@@ -186,7 +187,13 @@ def set_aside_customers(base: ShopServices, rng: random.Random) -> Variant:
     for customer in chosen:
         product = rng.choice(sensitive)
         persona = personas[customer]
-        gifts = tuple(p for p in persona.purchase_history if p.gift)
+        # A sensitive product given as a gift: a gift is set aside from taste, and a sensitive
+        # one is set aside from everything else too, so it must never be listed or named.
+        given = rng.choice(sensitive)
+        gifts = (
+            *(p for p in persona.purchase_history if p.gift),
+            Purchase(sku=given.sku, date=when, price_paid_chf=given.price_chf, gift=True),
+        )
         bought = {
             **due,
             product.sku: Purchase(sku=product.sku, date=when, price_paid_chf=product.price_chf),
