@@ -19,6 +19,7 @@ from vitrine_shop.evals import data_variants
 from vitrine_shop.evals.data_variants import observe_variants
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.scripted import agent_policy
+from vitrine_shop.workflow.stages import INTEREST_MAPPER, StageOutputError, code_paths
 
 
 def _observed() -> dict[str, Any]:
@@ -72,6 +73,45 @@ def _sensitive_gift_listed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(operations, "derive_interest_map", derive)
 
 
+def _mapper_edited(edit: Any) -> Any:
+    def plant(monkeypatch: pytest.MonkeyPatch) -> None:
+        original = code_paths._CODE_PATHS[INTEREST_MAPPER]
+
+        def mapped(payload: Any) -> dict[str, Any]:
+            return edit(original(payload), payload)
+
+        monkeypatch.setitem(code_paths._CODE_PATHS, INTEREST_MAPPER, mapped)
+
+    return plant
+
+
+def _cites_all_evidence(output: dict[str, Any], payload: Any) -> dict[str, Any]:
+    full = {i["label"]: i["evidence_skus"] for i in payload["evidence"]["interests"]}
+    return {
+        **output,
+        "interests": [
+            {**i, "evidence_skus": full.get(i["label"], i["evidence_skus"])}
+            for i in output["interests"]
+        ],
+    }
+
+
+def _keeps_the_weakest(output: dict[str, Any], payload: Any) -> dict[str, Any]:
+    history = [
+        {
+            "label": i["label"],
+            "source": "history",
+            "department": i["department"],
+            "weight": i["weight"],
+            "search_query": i["label"],
+            "evidence_skus": list(i["evidence_skus"])[:12],
+        }
+        for i in sorted(payload["evidence"]["interests"], key=lambda i: i["weight"])
+    ]
+    others = [i for i in output["interests"] if i["source"] != "history"]
+    return {**output, "interests": (history[:6] + others)[:6]}
+
+
 def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> None:
     original = tools._presentation_problems
 
@@ -91,8 +131,16 @@ def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> Non
         (_budget_exclusive, "budget-edge"),
         (_presenter_ignores_marketplace_stock, "tool-contract"),
         (_sensitive_gift_listed, "interest-order"),
+        (_mapper_edited(_keeps_the_weakest), "interests-kept"),
     ],
-    ids=["marketplace in stock", "sensitive filter", "budget <", "presenter stock", "gift"],
+    ids=[
+        "marketplace in stock",
+        "sensitive filter",
+        "budget <",
+        "presenter stock",
+        "gift",
+        "mapper keeps the weakest",
+    ],
 )
 def test_a_bug_only_variant_data_reaches_is_seen(
     monkeypatch: pytest.MonkeyPatch, plant: Any, rule: str
@@ -100,3 +148,12 @@ def test_a_bug_only_variant_data_reaches_is_seen(
     plant(monkeypatch)
     observed = _observed()
     assert observed["rules"].get(rule, 0) > 0, observed["rules"]
+
+
+def test_a_mapper_that_cites_past_its_bound_fails_on_a_heavy_buyer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Only the heavy buyers hold more evidence in one interest than the stage may cite.
+    _mapper_edited(_cites_all_evidence)(monkeypatch)
+    with pytest.raises(StageOutputError, match="evidence_skus"):
+        _observed()

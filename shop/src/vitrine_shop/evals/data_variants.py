@@ -45,6 +45,7 @@ from vitrine_shop.agent import ShopAgent
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product, Purchase
+from vitrine_shop.evals.delivery_oracle import kept_interest_problems
 from vitrine_shop.evals.exploration import exploration_cases
 from vitrine_shop.evals.invariants import (
     ToolOutput,
@@ -63,6 +64,7 @@ __all__ = [
     "VARIANT_SEED",
     "Variant",
     "at_budget",
+    "heavy_buyers",
     "observe_variants",
     "set_aside_customers",
     "sold_out",
@@ -72,6 +74,7 @@ __all__ = [
 VARIANT_SEED = 23
 _SOLD_OUT_SHARE = 0.5
 _SET_ASIDE_CUSTOMERS = 2
+_HEAVY_BUYERS = 2
 _BUDGET_RELATIONS = 4  # per architecture
 _TEXT_FACTS = ("tag_terms", "customer_markers", "semantics")
 _EXAMPLES = 8
@@ -257,6 +260,39 @@ class _Tally:
         self.violations += [{"case": case, **v.to_dict()} for v in found]
 
 
+def heavy_buyers(base: ShopServices, rng: random.Random) -> Variant:
+    """Seeded customers who bought every product of the largest department and one of each
+    other: more interests than a workflow keeps, and more evidence in one than it cites, so the
+    bounds on both are reached (no packaged customer comes near either)."""
+    open_departments: dict[str, list[Any]] = {}
+    for product in sorted(base.catalogue, key=lambda p: p.sku):
+        if not product.department.sensitive:
+            open_departments.setdefault(product.department.display_name, []).append(product)
+    largest = max(open_departments.values(), key=len)
+    bought = [*largest, *(items[0] for items in open_departments.values() if items is not largest)]
+    customers = sorted(pid for pid, p in base.personas.items() if p.has_evidence)
+    chosen = rng.sample(customers, min(_HEAVY_BUYERS, len(customers)))
+    personas = dict(base.personas)
+    for customer, offset in zip(chosen, range(len(chosen)), strict=True):
+        # A purchase a week apart each, oldest first, so recency orders the evidence too.
+        start = base.clock - datetime.timedelta(days=7 * len(bought) + offset)
+        history = tuple(
+            Purchase(
+                sku=p.sku,
+                date=start + datetime.timedelta(days=7 * i),
+                price_paid_chf=p.price_chf,
+            )
+            for i, p in enumerate(bought)
+        )
+        personas[customer] = personas[customer].model_copy(
+            update={"purchase_history": history, "saved_items": (), "viewed_items": ()}
+        )
+    requests = tuple(
+        ShopRequest.single(c, "What would you recommend for me?") for c in sorted(chosen)
+    )
+    return Variant("heavy buyers", variant_services(base, personas=personas), requests)
+
+
 async def _held(variant: Variant, base: World, tally: _Tally) -> None:
     """Every request through both architectures, every output held to the variant's data."""
     world = variant.world(base)
@@ -268,6 +304,12 @@ async def _held(variant: Variant, base: World, tally: _Tally) -> None:
                 f"{variant.name}, {name}, {request.persona_id or 'anonymous'}",
                 response_violations(response, request, world),
             )
+    for request in variant.requests:
+        kept = await kept_interest_problems(variant.services, request)
+        tally.add(
+            f"{variant.name}, workflow stages, {request.persona_id or 'anonymous'}",
+            [Violation("interests-kept", problem) for problem in kept],
+        )
     await _read_back(variant, world, tally)
 
 
@@ -334,7 +376,7 @@ async def observe_variants(base: ShopServices, seed: int = VARIANT_SEED) -> dict
     were held, and every violation of the variant's own data."""
     rng = random.Random(seed)
     tally = _Tally()
-    variants = (sold_out(base, rng), set_aside_customers(base, rng))
+    variants = (sold_out(base, rng), set_aside_customers(base, rng), heavy_buyers(base, rng))
     facts = World(base.catalogue, base.personas, base.clock)
     for variant in variants:
         await _held(variant, facts, tally)

@@ -22,6 +22,9 @@ priced exactly at the budget may be offered. This module does, for both architec
   each owned durable added as the best-scoring candidate, and the reply is held to the same
   ranking rules (counted: a payload with no owned durable tempts nothing).
 - ``delivery``: the answer delivers the ranked picks in the Ranker's order, lane by lane.
+- ``interests-kept``: when the InterestMapper keeps fewer history interests than the evidence
+  holds, it keeps the strongest: no interest it dropped outweighs one it kept (the weights are
+  the payload's own).
 - ``budget-edge``: a metamorphic relation. A budget of exactly CHF *p* and one of *p* + 0.01
   admit the same products when no product costs in between, so both answers must be the same;
   *p* is the price of the dearest item the answer without a budget offered, so the relation
@@ -61,11 +64,14 @@ __all__ = [
     "budget_edge_request",
     "candidate_problems",
     "delivery_problems",
+    "kept_interest_problems",
+    "mapping_problems",
     "observe_delivery",
     "ranking_problems",
 ]
 
 _RANKER = "Ranker"
+_MAPPER = "InterestMapper"
 _EXAMPLES = 8
 _CENT = Decimal("0.01")
 _EPSILON = 1e-9
@@ -77,6 +83,7 @@ class _RecordingModel:
 
     inner: Any = field(default_factory=lambda: scripted.ScriptedShopModel())  # noqa: PLW0108
     rankings: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    mappings: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
     @property
     def model_id(self) -> str:
@@ -88,14 +95,47 @@ class _RecordingModel:
 
     async def complete(self, request: ChatRequest) -> ChatCompletion:
         completion: ChatCompletion = await self.inner.complete(request)
-        if request.purpose == _RANKER:
+        kept = {_RANKER: self.rankings, _MAPPER: self.mappings}.get(request.purpose)
+        if kept is not None:
             try:
                 reply = json.loads(completion.content or "")
             except json.JSONDecodeError:
                 reply = None
             if isinstance(reply, dict):
-                self.rankings.append((stage_payload(request), reply))
+                kept.append((stage_payload(request), reply))
         return completion
+
+
+async def kept_interest_problems(services: ShopServices, request: ShopRequest) -> list[str]:
+    """The workflow (scripted stages) answers ``request``; what its InterestMapper dropped
+    wrongly, per :func:`mapping_problems`."""
+    model = _RecordingModel()
+    await ShopWorkflow(model, services).answer(request)
+    return [p for payload, reply in model.mappings for p in mapping_problems(payload, reply)]
+
+
+def mapping_problems(payload: Mapping[str, Any], reply: Mapping[str, Any]) -> list[str]:
+    """An InterestMapper reply that drops a history interest stronger than one it keeps."""
+    evidence = payload.get("evidence") or {}
+    weights = {
+        str(i.get("label")): float(i.get("weight") or 0.0) for i in evidence.get("interests") or ()
+    }
+    kept = {
+        str(i.get("label"))
+        for i in reply.get("interests") or ()
+        if i.get("source") == "history" and str(i.get("label")) in weights
+    }
+    dropped = set(weights) - kept
+    if not kept or not dropped:
+        return []
+    weakest = min(kept, key=lambda label: (weights[label], label))
+    strongest = max(dropped, key=lambda label: (weights[label], label))
+    if weights[strongest] <= weights[weakest] + _EPSILON:
+        return []
+    return [
+        f"keeps {weakest!r} ({weights[weakest]:.3f}) but drops {strongest!r} "
+        f"({weights[strongest]:.3f}), a stronger interest"
+    ]
 
 
 # -- the Ranker ---------------------------------------------------------------------------------
@@ -363,6 +403,8 @@ async def observe_delivery(services: ShopServices, world: World | None = None) -
                     for p in await temptation_problems(tempted)
                 ]
         violations += [Violation("delivery", p) for p in delivery_problems(response)]
+        for payload, reply in model.mappings:
+            violations += [Violation("interests-kept", p) for p in mapping_problems(payload, reply)]
 
     async def workflow(request: ShopRequest) -> SubjectResponse:
         return await ShopWorkflow(None, services).answer(request)
