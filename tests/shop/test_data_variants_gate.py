@@ -112,6 +112,20 @@ def _keeps_the_weakest(output: dict[str, Any], payload: Any) -> dict[str, Any]:
     return {**output, "interests": (history[:6] + others)[:6]}
 
 
+def _mixed_ratings_called_poor(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = operations.ShopServices.review_digest
+
+    def digest(self: operations.ShopServices, sku: str) -> dict[str, Any]:
+        found = original(self, sku)
+        product = self.catalogue.by_sku(sku)
+        average = product.rating_average
+        if average is not None and not product.cold_start and 3.0 <= average < 4.0:
+            found = {**found, "digest": "poorly rated"}
+        return found
+
+    monkeypatch.setattr(operations.ShopServices, "review_digest", digest)
+
+
 def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> None:
     original = tools._presentation_problems
 
@@ -132,6 +146,7 @@ def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> Non
         (_presenter_ignores_marketplace_stock, "tool-contract"),
         (_sensitive_gift_listed, "interest-order"),
         (_mapper_edited(_keeps_the_weakest), "interests-kept"),
+        (_mixed_ratings_called_poor, "tool-contract"),
     ],
     ids=[
         "marketplace in stock",
@@ -140,6 +155,7 @@ def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> Non
         "presenter stock",
         "gift",
         "mapper keeps the weakest",
+        "mixed ratings called poor",
     ],
 )
 def test_a_bug_only_variant_data_reaches_is_seen(

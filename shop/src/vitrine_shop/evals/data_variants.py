@@ -66,6 +66,7 @@ __all__ = [
     "at_budget",
     "heavy_buyers",
     "observe_variants",
+    "re_rated",
     "set_aside_customers",
     "sold_out",
     "variant_services",
@@ -148,6 +149,35 @@ def sold_out(base: ShopServices, rng: random.Random) -> Variant:
         chosen |= set(rng.sample(stocked, round(len(stocked) * _SOLD_OUT_SHARE)))
     catalogue = _replaced(base.catalogue, {sku: {"stock_units": 0} for sku in chosen})
     return Variant("sold-out", variant_services(base, catalogue), _requests(rng), frozenset(chosen))
+
+
+# Averages on each side of every band edge the shop's review digest speaks in, and rating
+# counts on each side of its cold start: no packaged product is rated mixed or poorly.
+_RATINGS: tuple[tuple[float, int], ...] = (
+    (4.5, 40),
+    (4.49, 40),
+    (4.0, 40),
+    (3.99, 40),
+    (3.5, 40),
+    (3.0, 40),
+    (2.99, 40),
+    (1.0, 40),
+    (4.8, 4),
+    (4.8, 5),
+)
+
+
+def re_rated(base: ShopServices, rng: random.Random) -> Variant:
+    """Seeded products rated at each side of every band edge of the review digest: what the
+    shop says of a product's ratings must be the band its own ratings fall in."""
+    open_products = sorted(p.sku for p in base.catalogue if not p.department.sensitive)
+    chosen = rng.sample(open_products, len(_RATINGS))
+    changes = {
+        sku: {"rating_average": average, "rating_count": count}
+        for sku, (average, count) in zip(chosen, _RATINGS, strict=True)
+    }
+    catalogue = _replaced(base.catalogue, changes)
+    return Variant("re-rated", variant_services(base, catalogue), _requests(rng), frozenset(chosen))
 
 
 def _without_health_words(words: Sequence[str]) -> list[str]:
@@ -319,7 +349,7 @@ async def _read_back(variant: Variant, world: World, tally: _Tally) -> None:
         return
     box = ToolBox(variant.services, customer_id=None, traced=False)
     for sku in sorted(variant.changed):
-        for tool in ("get_stock_and_price", "get_product_details"):
+        for tool in ("get_stock_and_price", "get_product_details", "get_review_digest"):
             await box.call(tool, {"sku": sku})
         # The presenter reads stock and price too: it must refuse what is sold out and
         # render the variant's price.
@@ -376,7 +406,12 @@ async def observe_variants(base: ShopServices, seed: int = VARIANT_SEED) -> dict
     were held, and every violation of the variant's own data."""
     rng = random.Random(seed)
     tally = _Tally()
-    variants = (sold_out(base, rng), set_aside_customers(base, rng), heavy_buyers(base, rng))
+    variants = (
+        sold_out(base, rng),
+        set_aside_customers(base, rng),
+        heavy_buyers(base, rng),
+        re_rated(base, rng),
+    )
     facts = World(base.catalogue, base.personas, base.clock)
     for variant in variants:
         await _held(variant, facts, tally)
