@@ -160,7 +160,7 @@ def test_the_command_line_refuses_sequential_for_an_offline_plan(capsys):
     assert main(["--all", "--sequential"]) == 2
     err = capsys.readouterr().err
     assert "offline-suite does not accept --sequential" in err
-    assert "runs no live comparison" in err
+    assert "this is an offline plan" in err
 
 
 def test_the_command_lines_sequential_reaches_the_live_options(tmp_path, monkeypatch):

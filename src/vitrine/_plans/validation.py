@@ -108,22 +108,33 @@ def validate(
     return plan, request
 
 
-def _check_fdr(plan: Plan, options: PlanOptions) -> None:
-    if options.fdr and plan.kind is not PlanKind.LIVE:
+def _live_only(plan: Plan, used: bool, flag: str, what: str) -> None:
+    """Refuse ``flag`` (which does ``what``) on any plan that is not live."""
+    if used and plan.kind is not PlanKind.LIVE:
+        kind = plan.kind.value
+        article = "an" if kind[:1] in "aeiou" else "a"
         raise UsageError(
-            f"{plan.name} does not accept --fdr: it asks a live plan's receipt for "
-            "Benjamini-Hochberg p-values beside Holm's, and this is a "
-            f"{plan.kind.value} plan (its report.json holds both already, as holm_p and bh_p)"
+            f"{plan.name} does not accept {flag}: it {what}, and this is {article} {kind} plan"
         )
+
+
+def _check_fdr(plan: Plan, options: PlanOptions) -> None:
+    _live_only(
+        plan,
+        options.fdr,
+        "--fdr",
+        "asks a live plan's receipt for Benjamini-Hochberg p-values beside Holm's (an offline "
+        "report.json holds both already, as holm_p and bh_p)",
+    )
 
 
 def _check_sequential(plan: Plan, options: PlanOptions) -> None:
-    if options.sequential and plan.kind is not PlanKind.LIVE:
-        raise UsageError(
-            f"{plan.name} does not accept --sequential: it runs a live plan's paired comparison "
-            "case by case until its sequential test stops, and this is a "
-            f"{plan.kind.value} plan, which runs no live comparison"
-        )
+    _live_only(
+        plan,
+        options.sequential,
+        "--sequential",
+        "runs a live plan's paired comparison case by case until its sequential test stops",
+    )
 
 
 def _select_plan(suite: Suite, options: PlanOptions) -> Plan:
