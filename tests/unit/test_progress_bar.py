@@ -231,3 +231,34 @@ def test_the_offline_suite_counts_its_controls_on_stderr(tmp_path, capsys) -> No
     total = counted[0].split("/")[1].split("]")[0]
     assert len(counted) == int(total)
     assert "controls: [" not in out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_on_a_real_terminal_the_offline_suite_draws_a_bar_and_clears_it(tmp_path) -> None:
+    """`vitrine --all` with its stderr on a pseudo-terminal, as a person's shell gives it: rich
+    sees a terminal of its own accord (nothing here pretends to be one)."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
+    env.pop("NO_COLOR", None)
+    env.pop("CI", None)
+    command = [sys.executable, "-m", "vitrine", "--all", "--output", str(tmp_path)]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    os.close(slave)
+    seen = bytearray()
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed its side: Linux answers EIO
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert child.wait(timeout=120) == 0
+    text = seen.decode(errors="replace")
+    assert "━" in text and "controls" in text  # the bar, with its label
+    assert "controls: [" not in text  # no plain lines on a terminal
+    assert "\x1b[2K" in text  # the bar's line erased when the work ended
