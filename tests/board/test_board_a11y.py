@@ -484,6 +484,11 @@ def test_every_text_on_the_board_meets_wcag_aa_contrast(board, scheme: str):
 
 def test_the_first_tab_stop_skips_to_the_content(board):
     tab, pages = board
+    problems = _skip_link_problems(tab, pages)
+    assert problems == [], "\n".join(problems)
+
+
+def _skip_link_problems(tab: Any, pages: dict[str, str]) -> list[str]:
     problems: list[str] = []
     for name, address in pages.items():
         tab.goto(address)
@@ -497,11 +502,18 @@ def test_the_first_tab_stop_skips_to_the_content(board):
         tab.keyboard.press("Enter")
         if not tab.evaluate(_FOCUSED_JS)["inMain"]:
             problems.append(f"{name}: following the skip link leaves focus outside main")
-    assert problems == [], "\n".join(problems)
+    return problems
 
 
 def test_every_fold_and_tooltip_is_reachable_by_keyboard(board):
     tab, pages = board
+    checked, problems = _unreached(tab, pages)
+    assert checked > 0, "no fold and no tooltip found to check"
+    assert problems == [], "\n".join(problems)
+
+
+def _unreached(tab: Any, pages: dict[str, str]) -> tuple[int, list[str]]:
+    """How many folds and tooltips were checked, and which Tab never reached."""
     problems: list[str] = []
     checked = 0
     for name, address in pages.items():
@@ -520,8 +532,7 @@ def test_every_fold_and_tooltip_is_reachable_by_keyboard(board):
         found = tab.evaluate(_UNREACHED_JS)
         checked += found["checked"]
         problems += [f"{name}: {p}" for p in found["problems"]]
-    assert checked > 0, "no fold and no tooltip found to check"
-    assert problems == [], "\n".join(problems)
+    return checked, problems
 
 
 def test_the_icon_is_served_as_an_image(page):
@@ -604,3 +615,15 @@ def test_the_contrast_walker_sees_a_failure(page):
     assert "p#ghost" in flagged
     assert "text#faint ('faint'): #bbbbbb on #ffffff" in flagged, "SVG text is painted by its fill"
     assert "p#big" not in flagged, "24 px text needs only 3:1"
+
+
+def test_the_html_report_skips_to_its_content_and_every_fold_and_tooltip_is_reachable(
+    report_file: Path,
+):
+    with chromium() as browser:
+        tab = browser.new_page()
+        pages = {"report": report_file.as_uri()}
+        problems = _skip_link_problems(tab, pages)
+        checked, unreached = _unreached(tab, pages)
+    assert checked > 0, "no fold and no tooltip found to check on the report"
+    assert problems + unreached == [], "\n".join(problems + unreached)
