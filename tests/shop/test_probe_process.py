@@ -79,3 +79,39 @@ def test_without_fork_the_probes_run_inline_with_the_same_facts(monkeypatch):
     monkeypatch.setattr(probe_process, "can_fork", lambda: False)
     facts = asyncio.run(run_probes({"a": _reads_the_plant}, None))
     assert facts["a"]["pid"] == os.getpid()
+
+
+def test_with_the_embedding_model_loaded_the_probes_run_inline(monkeypatch):
+    # A model's own threads do not survive a fork: a process that holds it keeps the probes.
+    from vitrine_shop import embeddings
+
+    monkeypatch.setitem(embeddings._loaded, "a model", object())
+    assert not probe_process.can_fork()
+    facts = asyncio.run(run_probes({"a": _reads_the_plant}, None))
+    assert facts["a"]["pid"] == os.getpid() and facts["a"]["seen"] == "healthy"
+
+
+def test_a_lock_another_thread_held_at_the_fork_is_free_in_the_child():
+    import threading
+
+    from vitrine_shop import embeddings
+
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with embeddings._memo_lock:
+            held.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: the holder thread is not here, so its lock must be new
+            os._exit(0 if embeddings._memo_lock.acquire(timeout=2) else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        done.set()
+        holder.join()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -400,6 +400,24 @@ _memo: dict[tuple[str, str], CatalogueVectors] = {}
 _memo_lock = threading.Lock()
 
 
+def model_in_use() -> bool:
+    """Whether this process has loaded the embedding model or is loading it now: a process
+    forked then would inherit the model's threads, or a lock a loading thread holds."""
+    return bool(_loaded) or _model_lock.locked()
+
+
+def _new_locks_after_fork() -> None:
+    # A thread that held one of these at the instant of a fork does not exist in the child,
+    # so the child's copy would never be released; what they guard is plain data.
+    global _model_lock, _memo_lock
+    _model_lock, _memo_lock = threading.Lock(), threading.Lock()
+    _shipped_queries._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_after_fork)
+
+
 def _read_shipped(path: Path) -> tuple[str, str, tuple[str, ...], Vectors] | None:
     try:
         with np.load(path, allow_pickle=False) as data:

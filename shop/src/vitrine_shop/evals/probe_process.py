@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vitrine import tracing
+from vitrine_shop.embeddings import model_in_use
 from vitrine_shop.evals.probe_guard import guarded
 
 __all__ = ["PendingProbes", "ProbeProcessError", "run_probes", "start_probes"]
@@ -102,8 +103,11 @@ def _ended(status: int) -> str:
 
 
 def can_fork() -> bool:
-    """Whether the probes run in a forked child here (Linux); elsewhere they run inline."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork")
+    """Whether the probes run in a forked child here: on Linux, and only while this process
+    has not loaded the embedding model (nor is loading it, in a thread that would hold its lock
+    at the fork). The shipped vectors need no model; a changed catalogue does, and then the
+    probes run inline, since a model's own threads do not survive a fork."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and not model_in_use()
 
 
 class PendingProbes:
