@@ -19,7 +19,12 @@ The unmutated copy must pass first: a score over a suite that already fails woul
 mutant as killed.
 
 Score = killed / (total - errored). A timed-out mutant is neither killed nor errored: it counts
-against the score, because a loaded machine can time out a healthy run too. The result, with
+against the score, because a loaded machine can time out a healthy run too. Survivors that were
+read against the source and found equivalent are listed, each with its reason, in
+``benchmarks/equivalent_mutants.json`` (matched by file, operator and the line before and after,
+not by line number); the non-equivalent score leaves them out of the denominator:
+killed / (total - errored - equivalent). ``--from-result FILE`` prints both figures for a result
+already written, without running a mutant. The result, with
 every survivor (file:line, operator, the mutated line), is written to ``mutation-score.json``
 in the output folder. Exit codes: 0 measured, 2 bad arguments, 4 infrastructure.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import ast
 import io
+import json
 import os
 import random
 import shlex
@@ -77,6 +83,7 @@ DEFAULT_SAMPLE = 200
 MIN_TIMEOUT_S = 60.0
 EXIT_OK, EXIT_USAGE, EXIT_INFRA = 0, 2, 4
 RESULT_FILE = "mutation-score.json"
+EQUIVALENT_FILE = REPO / "benchmarks" / "equivalent_mutants.json"
 # The line the suite runner prints so that a kill can be told apart by its cause.
 _EXIT_MARK = "mutation-suite-exit="
 
@@ -601,6 +608,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="REV",
         help="measure a committed revision (git archive) instead of the working tree",
     )
+    parser.add_argument(
+        "--equivalent",
+        type=Path,
+        default=EQUIVALENT_FILE,
+        metavar="FILE",
+        help="the survivors classified equivalent (default benchmarks/equivalent_mutants.json)",
+    )
+    parser.add_argument(
+        "--from-result",
+        type=Path,
+        metavar="FILE",
+        help="print the figures of a mutation-score.json already written; runs no mutant",
+    )
     parser.add_argument("--suite-once", action="store_true", help=argparse.SUPPRESS)
     return parser
 
@@ -617,6 +637,39 @@ def _options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Optio
     )
 
 
+def _equivalents(path: Path) -> list[dict[str, str]]:
+    """The survivors classified equivalent, each with its reason; a malformed file is refused."""
+    try:
+        listed = json.loads(path.read_text(encoding="utf-8"))["equivalent"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise Refusal(f"{path}: not a list of equivalent mutants ({type(exc).__name__})") from None
+    keys = ("file", "operator", "original", "mutated", "reason")
+    for number, entry in enumerate(listed, start=1):
+        if not isinstance(entry, dict) or any(not isinstance(entry.get(k), str) for k in keys):
+            raise Refusal(f"{path}: entry {number} needs the strings {', '.join(keys)}")
+    return listed
+
+
+def with_equivalents(document: Mapping[str, Any], equivalents: Sequence[Mapping[str, str]]):
+    """``document`` with its survivors matched against the classified equivalents, and the
+    score over the mutants that are not equivalent."""
+    known = {
+        (e["file"], e["operator"], e["original"], e["mutated"]): e["reason"] for e in equivalents
+    }
+    matched = [
+        {**s, "reason": known[key]}
+        for s in document["survivors"]
+        if (key := (s["file"], s["operator"], s["original"], s["mutated"])) in known
+    ]
+    counted = document["sampled"] - document["errored"] - len(matched)
+    score = document["killed"] / counted if counted > 0 else None
+    return {
+        **document,
+        "equivalent_survivors": matched,
+        "non_equivalent_score": None if score is None else round(score, 4),
+    }
+
+
 def _summary(document: Mapping[str, Any]) -> Iterator[str]:
     score = document["score"]
     yield (
@@ -631,6 +684,17 @@ def _summary(document: Mapping[str, Any]) -> Iterator[str]:
         if score is None
         else f"score {score:.3f} = killed / (total - errored)"
     )
+    if "non_equivalent_score" in document:
+        equivalent = len(document["equivalent_survivors"])
+        rest = document["survived"] - equivalent
+        value = document["non_equivalent_score"]
+        yield (
+            "non-equivalent score not derivable"
+            if value is None
+            else f"non-equivalent score {value:.3f} = killed / (total - errored - {equivalent} "
+            f"survivors read as equivalent, {EQUIVALENT_FILE.name}); the other {rest} "
+            "survivors are gaps or not yet read"
+        )
     causes = ", ".join(f"{k} {v}" for k, v in sorted(document["killed_by_exit"].items()))
     if causes:
         yield f"killed by (stage:exit code): {causes}"
@@ -644,9 +708,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.suite_once:
         return run_suite_once(args.with_behaviour)
+    try:
+        equivalents = _equivalents(args.equivalent)
+    except Refusal as exc:
+        print(f"mutation_score: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.from_result is not None:
+        try:
+            saved = json.loads(args.from_result.read_text(encoding="utf-8"))
+            lines = list(_summary(with_equivalents(saved, equivalents)))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"mutation_score: {args.from_result}: not a result ({exc})", file=sys.stderr)
+            return EXIT_USAGE
+        print("\n".join(lines))
+        return EXIT_OK
     options = _options(args, parser)
     try:
-        document = measure(options)
+        document = with_equivalents(measure(options), equivalents)
     except Refusal as exc:
         print(f"mutation_score: {exc}", file=sys.stderr)
         return EXIT_INFRA

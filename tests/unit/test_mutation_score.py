@@ -105,3 +105,45 @@ def test_a_module_outside_the_project_is_a_usage_error(capsys):
         mutation_score.main(["--module", "shop/src/vitrine_shop/nowhere.py"])
     assert exit_info.value.code == 2
     assert "not a Python module of this project" in capsys.readouterr().err
+
+
+def _result(**counts: int) -> dict:
+    survivor = {"file": "m.py", "line": 3, "operator": "Op", "original": "a", "mutated": "b"}
+    other = {**survivor, "line": 9, "original": "c", "mutated": "d"}
+    return {
+        "sampled": 10,
+        "errored": 1,
+        "killed": 6,
+        "survived": 2,
+        **counts,
+        "survivors": [survivor, other],
+    }
+
+
+def test_the_non_equivalent_score_leaves_out_only_the_survivors_read_as_equivalent():
+    equivalents = [
+        {"file": "m.py", "operator": "Op", "original": "a", "mutated": "b", "reason": "why"},
+        # the same file and operator on another line text: not this survivor
+        {"file": "m.py", "operator": "Op", "original": "x", "mutated": "b", "reason": "why"},
+    ]
+    scored = mutation_score.with_equivalents(_result(), equivalents)
+    assert [s["line"] for s in scored["equivalent_survivors"]] == [3]
+    assert scored["equivalent_survivors"][0]["reason"] == "why"
+    assert scored["non_equivalent_score"] == round(6 / (10 - 1 - 1), 4)
+    assert mutation_score.with_equivalents(_result(), [])["non_equivalent_score"] == round(6 / 9, 4)
+
+
+def test_the_shipped_list_of_equivalent_mutants_is_well_formed_and_gives_each_a_reason():
+    listed = mutation_score._equivalents(mutation_score.EQUIVALENT_FILE)
+    assert listed and all(e["reason"].strip() for e in listed)
+    files = {e["file"] for e in listed}
+    assert files <= set(mutation_score.MODULES)
+
+
+def test_a_malformed_list_of_equivalent_mutants_is_refused_with_exit_2(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"equivalent": [{"file": "m.py"}]}')
+    saved = tmp_path / "result.json"
+    saved.write_text("{}")
+    code = mutation_score.main(["--equivalent", str(bad), "--from-result", str(saved)])
+    assert code == 2
