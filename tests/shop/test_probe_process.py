@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -11,7 +12,17 @@ import pytest
 from vitrine_shop.evals import probe_guard, probe_process
 from vitrine_shop.evals.probe_process import ProbeProcessError, run_probes
 
-pytestmark = pytest.mark.skipif(not probe_process.can_fork(), reason="probes fork on Linux only")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="probes fork on Linux only"
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_model_in_this_process(monkeypatch):
+    # Another test in this worker may have loaded the embedding model, which keeps the probes
+    # inline (see the last tests): these tests are about the forked child.
+    monkeypatch.setattr(probe_process, "model_in_use", lambda: False)
+
 
 PLANTED = {"value": "healthy"}
 
@@ -85,8 +96,9 @@ def test_with_the_embedding_model_loaded_the_probes_run_inline(monkeypatch):
     # A model's own threads do not survive a fork: a process that holds it keeps the probes.
     from vitrine_shop import embeddings
 
+    monkeypatch.setattr(probe_process, "model_in_use", embeddings.model_in_use)
     monkeypatch.setitem(embeddings._loaded, "a model", object())
-    assert not probe_process.can_fork()
+    assert embeddings.model_in_use() and not probe_process.can_fork()
     facts = asyncio.run(run_probes({"a": _reads_the_plant}, None))
     assert facts["a"]["pid"] == os.getpid() and facts["a"]["seen"] == "healthy"
 
