@@ -14,7 +14,7 @@ import pytest
 
 from vitrine_shop import memory, operations, tools
 from vitrine_shop.catalogue import Catalogue
-from vitrine_shop.domain import Product
+from vitrine_shop.domain import Persona, Product
 from vitrine_shop.evals import data_variants
 from vitrine_shop.evals.data_variants import observe_variants
 from vitrine_shop.operations import ShopServices
@@ -137,6 +137,21 @@ def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(tools, "_presentation_problems", problems)
 
 
+def _evidence_is_purchases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Persona, "has_evidence", property(lambda self: bool(self.purchase_history)))
+
+
+def test_window_shoppers_have_taste_but_nothing_bought() -> None:
+    base = ShopServices()
+    variant = data_variants.window_shoppers(base, random.Random(data_variants.VARIANT_SEED))
+    assert variant.customers and variant.requests
+    for customer in variant.customers:
+        persona = variant.services.persona(customer)
+        assert not persona.purchase_history and persona.saved_items and persona.viewed_items
+        assert variant.services.interest_map(customer).interests  # saves and views are taste
+        assert base.persona(customer).purchase_history  # the installed data is untouched
+
+
 @pytest.mark.parametrize(
     ("plant", "rule"),
     [
@@ -147,6 +162,7 @@ def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> Non
         (_sensitive_gift_listed, "interest-order"),
         (_mapper_edited(_keeps_the_weakest), "interests-kept"),
         (_mixed_ratings_called_poor, "tool-contract"),
+        (_evidence_is_purchases, "tool-contract"),
     ],
     ids=[
         "marketplace in stock",
@@ -156,6 +172,7 @@ def _presenter_ignores_marketplace_stock(monkeypatch: pytest.MonkeyPatch) -> Non
         "gift",
         "mapper keeps the weakest",
         "mixed ratings called poor",
+        "evidence read as purchases only",
     ],
 )
 def test_a_bug_only_variant_data_reaches_is_seen(

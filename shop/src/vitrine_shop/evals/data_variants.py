@@ -21,6 +21,14 @@ customers are not embedded). Every output is held to the invariants computed fro
   across every department. They ask for each brand the sensitive department stocks, in words
   that do not ask about health, and the generic question. Nothing sensitive may be offered,
   and the sensitive purchase may not be named.
+- ``heavy buyers``: customers who bought a whole department and one of each other, so the
+  bounds on kept interests and cited evidence are reached.
+- ``re-rated``: products rated on each side of every review-digest band edge and of the cold
+  start.
+- ``window shoppers``: customers who never bought anything but saved and viewed products of two
+  departments, so their taste is all the interest map has.
+- Each changed customer's own records (profile, purchase history, interest map) are asked of
+  the tools as that customer, and every field is held to the variant's data.
 - ``priced at the budget`` (a relation): for each request with a stated budget, the items the
   base shop offered are repriced to exactly that budget. An item at the budget is within it, so
   both answers must offer the same products, now at the new price.
@@ -56,6 +64,7 @@ from vitrine_shop.evals.invariants import (
     response_violations,
     tool_violations,
 )
+from vitrine_shop.evals.tool_sweep import customer_calls
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.tools import ToolBox
 from vitrine_shop.workflow import ShopWorkflow
@@ -70,12 +79,16 @@ __all__ = [
     "set_aside_customers",
     "sold_out",
     "variant_services",
+    "window_shoppers",
 ]
 
 VARIANT_SEED = 23
 _SOLD_OUT_SHARE = 0.5
 _SET_ASIDE_CUSTOMERS = 2
 _HEAVY_BUYERS = 2
+_WINDOW_SHOPPERS = 2
+_SAVED, _VIEWED = 2, 4
+_OPEN_REQUEST = "What would you recommend for me?"
 _BUDGET_RELATIONS = 4  # per architecture
 _TEXT_FACTS = ("tag_terms", "customer_markers", "semantics")
 _EXAMPLES = 8
@@ -93,6 +106,7 @@ class Variant:
     services: ShopServices
     requests: tuple[ShopRequest, ...]
     changed: frozenset[str] = frozenset()  # SKUs whose facts the variant changed
+    customers: frozenset[str] = frozenset()  # customers whose records the variant changed
 
     def world(self, base: World) -> World:
         """The oracles' facts: the variant's own catalogue and customers. What is derived from
@@ -240,7 +254,8 @@ def set_aside_customers(base: ShopServices, rng: random.Random) -> Variant:
         )
     asked = _brand_requests(base.catalogue)
     requests = tuple(ShopRequest.single(c, q) for c in sorted(chosen) for q in asked)
-    return Variant("set-aside history", variant_services(base, personas=personas), requests)
+    services = variant_services(base, personas=personas)
+    return Variant("set-aside history", services, requests, customers=frozenset(chosen))
 
 
 def at_budget(base: ShopServices, offered: Sequence[Product], budget: Decimal) -> Variant:
@@ -317,10 +332,37 @@ def heavy_buyers(base: ShopServices, rng: random.Random) -> Variant:
         personas[customer] = personas[customer].model_copy(
             update={"purchase_history": history, "saved_items": (), "viewed_items": ()}
         )
-    requests = tuple(
-        ShopRequest.single(c, "What would you recommend for me?") for c in sorted(chosen)
+    requests = tuple(ShopRequest.single(c, _OPEN_REQUEST) for c in sorted(chosen))
+    services = variant_services(base, personas=personas)
+    return Variant("heavy buyers", services, requests, customers=frozenset(chosen))
+
+
+def window_shoppers(base: ShopServices, rng: random.Random) -> Variant:
+    """Seeded customers who never bought anything but saved and viewed seeded products of two
+    departments: their taste is all the interest map has, and nothing of theirs is owned (every
+    packaged customer with evidence has purchases)."""
+    open_products = sorted(
+        (p for p in base.catalogue if not p.department.sensitive and p.stock_units > 0),
+        key=lambda p: p.sku,
     )
-    return Variant("heavy buyers", variant_services(base, personas=personas), requests)
+    departments = sorted({p.department.value for p in open_products})
+    customers = sorted(pid for pid, p in base.personas.items() if p.has_evidence)
+    chosen = rng.sample(customers, min(_WINDOW_SHOPPERS, len(customers)))
+    personas = dict(base.personas)
+    for customer in chosen:
+        liked = set(rng.sample(departments, 2))
+        pool = [p.sku for p in open_products if p.department.value in liked]
+        picked = rng.sample(pool, min(len(pool), _SAVED + _VIEWED))
+        personas[customer] = personas[customer].model_copy(
+            update={
+                "purchase_history": (),
+                "saved_items": tuple(picked[:_SAVED]),
+                "viewed_items": tuple(picked[_SAVED:]),
+            }
+        )
+    requests = tuple(ShopRequest.single(c, _OPEN_REQUEST) for c in sorted(chosen))
+    services = variant_services(base, personas=personas)
+    return Variant("window shoppers", services, requests, customers=frozenset(chosen))
 
 
 async def _held(variant: Variant, base: World, tally: _Tally) -> None:
@@ -344,7 +386,16 @@ async def _held(variant: Variant, base: World, tally: _Tally) -> None:
 
 
 async def _read_back(variant: Variant, world: World, tally: _Tally) -> None:
-    """Each fact the variant changed, asked of the tools that report it."""
+    """Each fact the variant changed, asked of the tools that report it, and each changed
+    customer's records, asked as that customer."""
+    for customer in sorted(variant.customers):
+        box = ToolBox(variant.services, customer_id=customer, traced=False)
+        for name, arguments in customer_calls(world, customer):
+            await box.call(name, arguments)
+        outputs = [ToolOutput.from_dict(o) for o in box.outputs]
+        tally.read_backs += len(outputs)
+        request = ShopRequest(customer, ("(read back)",))
+        tally.add(f"{variant.name}, {customer}'s records", tool_violations(outputs, request, world))
     if not variant.changed:
         return
     box = ToolBox(variant.services, customer_id=None, traced=False)
@@ -411,6 +462,7 @@ async def observe_variants(base: ShopServices, seed: int = VARIANT_SEED) -> dict
         set_aside_customers(base, rng),
         heavy_buyers(base, rng),
         re_rated(base, rng),
+        window_shoppers(base, rng),
     )
     facts = World(base.catalogue, base.personas, base.clock)
     for variant in variants:

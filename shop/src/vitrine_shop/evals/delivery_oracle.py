@@ -56,6 +56,7 @@ from vitrine_shop.domain import Persona, Product
 from vitrine_shop.evals.addon_oracle import addon_problems
 from vitrine_shop.evals.exploration import exploration_cases
 from vitrine_shop.evals.invariants import Violation, World, latest_budget
+from vitrine_shop.evals.record_oracle import candidate_fields
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.workflow import ShopWorkflow
 from vitrine_shop.workflow.stages import StageOutputError, stage_payload, stage_request
@@ -317,12 +318,17 @@ def candidate_problems(payload: Mapping[str, Any], request: ShopRequest, world: 
     owned_kinds = {p.leaf_category for p in durables}
     bought = {p.sku for p in persona.purchase_history} if persona else set()
     problems: list[str] = []
+    labels = {str(i.get("label")) for i in payload.get("interests") or ()}
     for candidate in payload["candidates"]:
         sku = str(candidate["sku"])
         product = world.catalogue.get(sku)
         if product is None:
             problems.append(f"candidate {sku} is not in the catalogue")
             continue
+        problems += candidate_fields(candidate, product, persona, world.today)
+        unknown = [label for label in candidate.get("interests") or () if label not in labels]
+        if unknown or not candidate.get("interests"):
+            problems.append(f"candidate {sku} is found for {unknown or 'no'} interest(s)")
         restock = candidate.get("lane") == "replenish" and product.consumable
         if not (product.stock_units or 0) > 0:
             problems.append(f"candidate {sku} has no stock")

@@ -49,6 +49,11 @@ from vitrine_shop.domain import Persona, Product, Purchase
 from vitrine_shop.evals.census_oracle import census_problems, handed_census_problems
 from vitrine_shop.evals.interest_oracle import interest_map_problems
 from vitrine_shop.evals.ranking_oracle import Semantics, ranking_problems
+from vitrine_shop.evals.record_oracle import (
+    declared_complements,
+    history_line_fields,
+    record_problems,
+)
 from vitrine_shop.evals.restock_reasons import restock_reason_problems
 from vitrine_shop.evals.stated_budget import stated_budget_problems
 from vitrine_shop.personas import DEMO_CLOCK, load_personas
@@ -669,12 +674,15 @@ def _tool_output_violations(
         if ok and (customer is None or (asked_for is not None and asked_for != customer)):
             return [_contract(name, f"served customer {asked_for!r} to {customer!r}")]
         if ok and persona is not None:
-            return _customer_record_violations(name, data, persona, world)
+            return [
+                *_customer_record_violations(name, data, persona, world),
+                *(_contract(name, p) for p in record_problems(name, args, data, persona, world)),
+            ]
         return []
     if not ok:
         return _refusal_violations(name, args, world)
     products = _products(data)
-    found = [v for p in products for v in _fidelity(name, p, world)]
+    found = [_contract(name, p) for p in record_problems(name, args, data, persona, world)]
     sku = str(args.get("sku", "")).upper()
     limit = args.get("limit")
     if name in ("search_products", "find_similar", "find_complements", "browse_category"):
@@ -698,16 +706,6 @@ def _tool_output_violations(
         found += _presentation_violations(args, data, persona, world)
     if name == "get_review_digest" and isinstance(data, Mapping):
         found += _digest_violations(data, world)
-    if name == "get_catalogue_statistics" and isinstance(data, Mapping):
-        count = data.get("product_count")
-        if count != len(world.catalogue):
-            found.append(
-                _contract(name, f"{count} products, the catalogue holds {len(world.catalogue)}")
-            )
-    if name == "list_departments" and isinstance(data, list):
-        counted = sum(int(d.get("product_count", 0)) for d in data if isinstance(d, Mapping))
-        if counted != len(world.catalogue):
-            found.append(_contract(name, f"departments count {counted} products"))
     return found
 
 
@@ -775,30 +773,6 @@ def _refusal_violations(name: str, args: Mapping[str, Any], world: World) -> lis
         if _admissible(name, args, world, _browse_filter):
             return [_contract(name, f"browsing {named!r}, which the catalogue has, failed")]
     return []
-
-
-def _fidelity(name: str, product: Mapping[str, Any], world: World) -> list[Violation]:
-    sku = str(product.get("sku"))
-    real = world.catalogue.get(sku)
-    if real is None:
-        return [_contract(name, f"{sku} is not in the catalogue")]
-    expected = {
-        "name": real.name,
-        "price_chf": None if real.price_chf is None else float(real.price_chf),
-        "in_stock": _stocked(real),
-        "consumable": real.consumable,
-        "stock_units": real.stock_units,
-        "department": real.department.display_name,
-        "brand": real.brand,
-        "rating_average": real.rating_average,
-        "rating_count": real.rating_count,
-        "was_price_chf": None if real.was_price_chf is None else float(real.was_price_chf),
-    }
-    return [
-        _contract(name, f"{sku}.{key} is {product[key]!r}, the catalogue says {value!r}")
-        for key, value in expected.items()
-        if key in product and product[key] != value
-    ]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -889,14 +863,7 @@ def _declared_first(
 ) -> list[str]:
     """A complements lookup lists the declared compatibilities (either way round, read from
     the tags) before anything near in meaning."""
-    mark = f"compat:{product.sku}"
-    declared = {p.sku for p in world.catalogue if mark in p.tags}
-    declared |= {
-        t.split(":", 1)[1]
-        for t in product.tags
-        if t.startswith("compat:") and t.split(":", 1)[1] in world.products
-    }
-    declared.discard(product.sku)
+    declared = declared_complements(product, world.catalogue)
     room = limit if isinstance(limit, int) else len(products)
     head = [str(p.get("sku")) for p in products[: min(room, len(declared))]]
     if not set(head) <= declared or len(head) < min(room, len(declared)):
@@ -1026,6 +993,7 @@ def _history_line_problems(data: list[Any], persona: Persona, world: World) -> l
             continue
         where = f"{purchase.sku} of {purchase.date.isoformat()}"
         product = world.catalogue.get(purchase.sku)
+        problems += history_line_fields(line, product, where)
         if line.get("quantity") != purchase.quantity:
             problems.append(f"{where}: quantity {line.get('quantity')}, bought {purchase.quantity}")
         if line.get("gift") is not purchase.gift:

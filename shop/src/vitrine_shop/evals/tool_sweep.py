@@ -21,7 +21,7 @@ from vitrine_shop.evals.invariants import ToolOutput, Violation, World, tool_vio
 from vitrine_shop.operations import ShopServices
 from vitrine_shop.tools import ToolBox
 
-__all__ = ["observe_tool_sweep", "sweep_calls"]
+__all__ = ["customer_calls", "observe_tool_sweep", "sweep_calls"]
 
 Call = tuple[str, dict[str, Any]]
 _EXAMPLES = 8
@@ -69,7 +69,7 @@ def _catalogue_calls(world: World) -> Iterator[Call]:
     yield "get_product_details", {"sku": "GLX-0000"}
 
 
-def _customer_calls(world: World, customer: str | None) -> Iterator[Call]:
+def customer_calls(world: World, customer: str | None) -> Iterator[Call]:
     others = sorted(set(world.personas) - {customer or ""})
     for tool in ("get_user_profile", "get_purchase_history", "get_interest_map"):
         yield tool, {}
@@ -94,7 +94,7 @@ def sweep_calls(world: World) -> Iterator[tuple[str | None, Call]]:
     for call in _catalogue_calls(world):
         yield None, call
     for customer in (None, *sorted(world.personas)):
-        for call in _customer_calls(world, customer):
+        for call in customer_calls(world, customer):
             yield customer, call
 
 
