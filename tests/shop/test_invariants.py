@@ -356,8 +356,24 @@ def _desk_misses_cart_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+def _desk_trusts_a_known_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine_shop import front_desk
+
+    original = front_desk.FrontDesk.answer
+
+    def answer(self: front_desk.FrontDesk, message: str) -> Any:
+        codes = [c.upper() for c in front_desk._PRODUCT_CODE.findall(message)]
+        if any(c in self._catalogue for c in codes) and not front_desk.is_order_request(message):
+            return None  # a known code anywhere in the turn: passed on, the unknown one unsaid
+        return original(self, message)
+
+    monkeypatch.setattr(front_desk.FrontDesk, "answer", answer)
+
+
 @pytest.mark.parametrize(
-    "plant", [_desk_codes_upper_case_only, _desk_misses_cart_requests], ids=lambda p: p.__name__
+    "plant",
+    [_desk_codes_upper_case_only, _desk_misses_cart_requests, _desk_trusts_a_known_code],
+    ids=lambda p: p.__name__,
 )
 def test_a_bug_planted_in_the_front_desk_breaks_its_contract(monkeypatch, plant):
     plant(monkeypatch)

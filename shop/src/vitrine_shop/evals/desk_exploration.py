@@ -5,8 +5,9 @@ offline, so ``vitrine --all`` sees the desk too. Its cases are authored expectat
 every letter case a customer types a product code in: an order request must be declined by the
 desk with nothing claimed, an unknown code named as unknown and nothing offered, a policy
 question pointed elsewhere with no term invented, a message of no words asked about, and a
-shopping request that only looks like one of those passed on to the architecture. Every answer
-is also held to the data invariants.
+shopping request that only looks like one of those passed on to the architecture. Each turn
+that names an unknown code is asked again with a known code beside it, which must change
+nothing. Every answer is also held to the data invariants.
 """
 
 from __future__ import annotations
@@ -101,6 +102,13 @@ def desk_cases() -> tuple[Case, ...]:
             persona = _CUSTOMERS[(number + form) % len(_CUSTOMERS)]
             text = template.format(known=known, unknown=unknown)
             cases.append(_desk_case(f"desk-{number + 1}-{form + 1}", persona, text, intent))
+            if intent == _UNKNOWN:
+                # A known code beside the unknown one changes nothing: the turn still names a
+                # product the catalogue lacks, and the desk must say so.
+                mixed = f"{text} And what about {known}?"
+                cases.append(
+                    _desk_case(f"desk-{number + 1}-{form + 1}-mixed", persona, mixed, intent)
+                )
     plain = (*_PLAIN, *((None, text) for text in _catalogue_word_messages()))
     for number, (intent, text) in enumerate(plain, start=len(_TEMPLATES)):
         persona = _CUSTOMERS[number % len(_CUSTOMERS)]
@@ -147,8 +155,9 @@ def desk_violations(case: Case, response: SubjectResponse) -> list[Violation]:
     if listed:
         broke("the desk offered a product list")
     if expected == _UNKNOWN:
+        catalogue = World.shipped().catalogue
         named = {code.upper() for code in re.findall(r"(?i)\bGLX-\w+", text)}
-        if not all(code in answer for code in named):
+        if not all(code in answer for code in named if code not in catalogue):
             broke("the unknown code is not named back in upper case")
     if expected == _ORDER and not re.search(r"(?i)\bnothing has been ordered\b", answer):
         broke("the declined order does not say that nothing was ordered")
