@@ -933,3 +933,58 @@ def test_a_numbered_list_counts_from_one(text, wrong):
     from vitrine_shop.evals.invariants import _numbering_problem
 
     assert (_numbering_problem(text) is not None) is wrong
+
+
+def _answers_name_their_first_product_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a bug: an answer that names its first product again in a closing line."""
+    from vitrine_shop.agent import ShopAgent
+
+    original = ShopAgent.answer
+
+    async def answer(self: ShopAgent, request: Any, **kwargs: Any) -> Any:
+        response = await original(self, request, **kwargs)
+        skus = re.findall(r"\bGLX-\d{4}\b", response.answer or "")
+        if not skus:
+            return response
+        return replace(response, answer=f"{response.answer}\n\nStart with {skus[0]}.")
+
+    monkeypatch.setattr(ShopAgent, "answer", answer)
+
+
+def _served_items_keep_repeats(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine_shop import served_assistant
+
+    original = served_assistant.ShopAssistant.reply
+
+    async def reply(self: Any, persona_id: Any, user_turns: Any) -> Any:
+        found = await original(self, persona_id, user_turns)
+        if found.layer != "agent":
+            return found
+        # Every mention listed, repeats kept, as a reply built without de-duplication would.
+        return replace(found, items=tuple(re.findall(r"\bGLX-\d{4}\b", found.answer)))
+
+    monkeypatch.setattr(served_assistant.ShopAssistant, "reply", reply)
+
+
+def _served_abstains_on_the_subject_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine_shop import served_assistant
+
+    original = served_assistant.ShopAssistant.reply
+
+    async def reply(self: Any, persona_id: Any, user_turns: Any) -> Any:
+        found = await original(self, persona_id, user_turns)
+        return replace(found, abstained=found.abstained or found.layer == "agent")
+
+    monkeypatch.setattr(served_assistant.ShopAssistant, "reply", reply)
+
+
+def test_a_served_reply_lists_what_its_answer_names_once(monkeypatch):
+    _answers_name_their_first_product_twice(monkeypatch)
+    assert _desk_rules() == Counter()  # a product named twice is listed once: no violation
+    _served_items_keep_repeats(monkeypatch)
+    assert _desk_rules()["front-desk"] > 0
+
+
+def test_a_served_reply_that_abstains_while_recommending_is_seen(monkeypatch):
+    _served_abstains_on_the_subject_word(monkeypatch)
+    assert _desk_rules()["front-desk"] > 0

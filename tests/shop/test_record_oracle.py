@@ -18,7 +18,8 @@ from vitrine_shop.domain import SHOP_TOOL_NAMES
 from vitrine_shop.evals.invariants import ToolOutput, World, tool_violations
 from vitrine_shop.evals.record_oracle import record_problems
 from vitrine_shop.evals.tool_sweep import observe_tool_sweep
-from vitrine_shop.workflow import discovery
+from vitrine_shop.workflow import discovery, shop_workflow
+from vitrine_shop.workflow.stages import PRESENTER
 
 Edit = Callable[[Any], Any]
 
@@ -302,3 +303,67 @@ def test_a_candidate_the_data_refutes_is_seen(
     observed = _delivery()
     assert observed["rules"].get("candidates", 0) > 0, observed["rules"]
     assert field in " | ".join(e["detail"] for e in observed["examples"])
+
+
+def _presenter_payload_edited(edit: Callable[[dict[str, Any]], None]) -> Any:
+    """A plant in what the workflow hands its Presenter."""
+
+    def plant(monkeypatch: pytest.MonkeyPatch) -> None:
+        original = shop_workflow.ShopWorkflow._stage
+
+        async def stage(
+            self: Any, record: Any, name: str, payload: dict[str, Any], *a: Any, **k: Any
+        ) -> Any:
+            if name == PRESENTER:
+                edit(payload)
+            return await original(self, record, name, payload, *a, **k)
+
+        monkeypatch.setattr(shop_workflow.ShopWorkflow, "_stage", stage)
+
+    return plant
+
+
+def _never_partial(payload: dict[str, Any]) -> None:
+    payload["partial"] = False
+
+
+def _one_lane(payload: dict[str, Any]) -> None:
+    for pick in payload["picks"]:
+        pick["lane"] = "explore"
+
+
+def _picks_reversed(payload: dict[str, Any]) -> None:
+    payload["picks"].reverse()
+
+
+def _rendered_in_one_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = shop_workflow.render_answer
+
+    def render(presentation: Any, payload: Any) -> str:
+        picks = [{**p, "lane": "explore"} for p in payload["picks"]]
+        return original(presentation, {**payload, "picks": picks})
+
+    monkeypatch.setattr(shop_workflow, "render_answer", render)
+
+
+@pytest.mark.parametrize(
+    ("plant", "rule"),
+    [
+        (_presenter_payload_edited(_never_partial), "handoff"),
+        (_presenter_payload_edited(_one_lane), "handoff"),
+        (_presenter_payload_edited(_picks_reversed), "handoff"),
+        (_rendered_in_one_lane, "delivery"),
+    ],
+    ids=[
+        "gaps left, list not partial",
+        "restocks handed over as new",
+        "picks out of order",
+        "restocks rendered under the new heading",
+    ],
+)
+def test_what_a_stage_is_handed_must_be_what_the_stages_before_it_replied(
+    monkeypatch: pytest.MonkeyPatch, plant: Any, rule: str
+) -> None:
+    plant(monkeypatch)
+    observed = _delivery()
+    assert observed["rules"].get(rule, 0) > 0, observed["rules"]

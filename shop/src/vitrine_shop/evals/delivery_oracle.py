@@ -21,7 +21,14 @@ priced exactly at the budget may be offered. This module does, for both architec
   it one, so that promise is unexercised by real runs. Every captured payload is sent again with
   each owned durable added as the best-scoring candidate, and the reply is held to the same
   ranking rules (counted: a payload with no owned durable tempts nothing).
-- ``delivery``: the answer delivers the ranked picks in the Ranker's order, lane by lane.
+- ``delivery``: the answer delivers the ranked picks in the Ranker's order, lane by lane,
+  and items of two lanes under a heading each.
+- ``handoff``: what each stage is handed is what the stages before it replied: the mapped
+  interests reach the CoverageReviewer and the Ranker unchanged, and the Presenter gets the
+  Ranker's picks in order (the catalogue's name and price, the candidate's lane, the Ranker's
+  interest and reason) and the Reviewer's last gaps, partial exactly when some remain.
+- ``candidates`` also holds every field of every candidate to the data (see
+  :mod:`vitrine_shop.evals.record_oracle`).
 - ``interests-kept``: when the InterestMapper keeps fewer history interests than the evidence
   holds, it keeps the strongest: no interest it dropped outweighs one it kept (the weights are
   the payload's own).
@@ -65,6 +72,7 @@ __all__ = [
     "budget_edge_request",
     "candidate_problems",
     "delivery_problems",
+    "handoff_problems",
     "kept_interest_problems",
     "mapping_problems",
     "observe_delivery",
@@ -73,6 +81,8 @@ __all__ = [
 
 _RANKER = "Ranker"
 _MAPPER = "InterestMapper"
+_REVIEWER = "CoverageReviewer"
+_PRESENTER = "Presenter"
 _EXAMPLES = 8
 _CENT = Decimal("0.01")
 _EPSILON = 1e-9
@@ -85,6 +95,8 @@ class _RecordingModel:
     inner: Any = field(default_factory=lambda: scripted.ScriptedShopModel())  # noqa: PLW0108
     rankings: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     mappings: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    # Every stage visit in order, as (stage, payload, reply): what each stage was handed.
+    visits: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
     @property
     def model_id(self) -> str:
@@ -96,14 +108,16 @@ class _RecordingModel:
 
     async def complete(self, request: ChatRequest) -> ChatCompletion:
         completion: ChatCompletion = await self.inner.complete(request)
-        kept = {_RANKER: self.rankings, _MAPPER: self.mappings}.get(request.purpose)
-        if kept is not None:
-            try:
-                reply = json.loads(completion.content or "")
-            except json.JSONDecodeError:
-                reply = None
-            if isinstance(reply, dict):
-                kept.append((stage_payload(request), reply))
+        try:
+            reply = json.loads(completion.content or "")
+        except json.JSONDecodeError:
+            reply = None
+        if isinstance(reply, dict) and request.purpose is not None:
+            payload = stage_payload(request)
+            self.visits.append((request.purpose, payload, reply))
+            kept = {_RANKER: self.rankings, _MAPPER: self.mappings}.get(request.purpose)
+            if kept is not None:
+                kept.append((payload, reply))
         return completion
 
 
@@ -346,6 +360,92 @@ def candidate_problems(payload: Mapping[str, Any], request: ShopRequest, world: 
     return problems
 
 
+def handoff_problems(
+    visits: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]], world: World
+) -> list[str]:
+    """What each stage is handed must be what the stages before it replied: the Ranker and
+    the CoverageReviewer get the mapped interests; the Presenter gets the Ranker's picks in its
+    order, each with the catalogue's name and price, its candidate's lane and the Ranker's
+    interest and reason, and the Reviewer's last gaps (a list is partial exactly when some
+    remain)."""
+    last: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+    problems: list[str] = []
+    for stage, payload, reply in visits:
+        mapped = last.get(_MAPPER)
+        handed = payload.get("interests")
+        if stage in (_RANKER, _REVIEWER) and mapped and handed != mapped[1].get("interests"):
+            problems.append(f"the {stage} was handed other interests than were mapped")
+        if stage == _PRESENTER and _RANKER in last:
+            problems += _presenter_handoff(payload, *last[_RANKER], last.get(_REVIEWER), world)
+        last[stage] = (payload, reply)
+    return problems
+
+
+def _presenter_handoff(
+    payload: Mapping[str, Any],
+    ranker_payload: Mapping[str, Any],
+    ranking: Mapping[str, Any],
+    reviewed: tuple[Mapping[str, Any], Mapping[str, Any]] | None,
+    world: World,
+) -> list[str]:
+    picks = [p for p in ranking.get("picks") or () if isinstance(p, Mapping)]
+    handed = [p for p in payload.get("picks") or () if isinstance(p, Mapping)]
+    lanes = {str(c["sku"]): c.get("lane") for c in ranker_payload.get("candidates") or ()}
+    problems: list[str] = []
+    if [p.get("sku") for p in handed] != [p.get("sku") for p in picks]:
+        problems.append(
+            f"the Presenter was handed {[p.get('sku') for p in handed]}, "
+            f"the Ranker picked {[p.get('sku') for p in picks]}"
+        )
+    for pick, ranked in zip(handed, picks, strict=False):
+        sku = str(pick.get("sku"))
+        product = world.catalogue.get(sku)
+        expected = {
+            "name": None if product is None else product.name,
+            "lane": lanes.get(sku),
+            "interest": ranked.get("interest"),
+            "reason": ranked.get("reason"),
+        }
+        problems += [
+            f"the Presenter was handed {sku}'s {key} as {pick.get(key)!r}, not {value!r}"
+            for key, value in expected.items()
+            if pick.get(key) != value
+        ]
+        price = pick.get("price_chf")
+        if product is not None and (
+            not isinstance(price, int | float) or Decimal(str(price)) != product.price_chf
+        ):
+            problems.append(f"the Presenter was handed {sku} at {price!r}, not {product.price_chf}")
+    if reviewed is not None:
+        gaps = [g.get("interest") for g in reviewed[1].get("gaps") or () if isinstance(g, Mapping)]
+        if payload.get("gaps") != gaps or payload.get("partial") is not bool(gaps):
+            problems.append(
+                f"the Presenter was told partial={payload.get('partial')!r}, gaps "
+                f"{payload.get('gaps')!r}; the Reviewer left gaps {gaps}"
+            )
+    return problems
+
+
+def _lane_heading_problems(answer: str, lane_of: Mapping[str, str]) -> list[str]:
+    """Items of two lanes are delivered under a heading each: some heading line stands
+    between the last item of one lane and the first of the other."""
+    lines = answer.splitlines()
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for number, line in enumerate(lines):
+        for sku, lane in lane_of.items():
+            if sku in line:
+                first.setdefault(lane, number)
+                last[lane] = number
+    if len(first) < 2:
+        return []
+    (a, _), (b, _) = sorted(first.items(), key=lambda item: item[1])
+    between = lines[last[a] + 1 : first[b]]
+    if not any(line.strip().endswith(":") for line in between):
+        return [f"the {a} and {b} lanes are delivered under one heading"]
+    return []
+
+
 def delivery_problems(response: SubjectResponse) -> list[str]:
     """Whether the answer delivered the ranked picks in the Ranker's order, lane by lane."""
     structured = response.structured
@@ -360,7 +460,8 @@ def delivery_problems(response: SubjectResponse) -> list[str]:
         got = [sku for sku in delivered if lane_of.get(sku) == lane]
         if got != want:
             problems.append(f"the {lane} lane was ranked {want} and delivered {got}")
-    return problems
+    delivered_lanes = {sku: lane_of[sku] for sku in delivered if sku in lane_of}
+    return problems + _lane_heading_problems(response.answer or "", delivered_lanes)
 
 
 # -- the budget edge ----------------------------------------------------------------------
@@ -409,6 +510,7 @@ async def observe_delivery(services: ShopServices, world: World | None = None) -
                     for p in await temptation_problems(tempted)
                 ]
         violations += [Violation("delivery", p) for p in delivery_problems(response)]
+        violations += [Violation("handoff", p) for p in handoff_problems(model.visits, world)]
         for payload, reply in model.mappings:
             violations += [Violation("interests-kept", p) for p in mapping_problems(payload, reply)]
 

@@ -147,6 +147,14 @@ def desk_violations(case: Case, response: SubjectResponse) -> list[Violation]:
     if expected is None:
         if layer != ARCHITECTURE:
             broke(f"a shopping turn was answered by the {layer} ({intent})")
+        # The reply's items are the products its answer names, each once, in reading order;
+        # it abstained exactly when it names none.
+        items = list(response.structured.get("skus") or ())
+        named = list(dict.fromkeys(c.upper() for c in re.findall(r"(?i)\bGLX-\d{4}\b", answer)))
+        if items != named:
+            broke(f"the reply lists {items}, its answer names {named}")
+        if response.structured.get("abstained") is not (not items):
+            broke(f"the reply says abstained={response.structured.get('abstained')!r} with {items}")
         return found
     if layer != DESK or intent != expected:
         broke(f"expected the desk's {expected} answer, got {layer} ({intent})")
@@ -156,8 +164,8 @@ def desk_violations(case: Case, response: SubjectResponse) -> list[Violation]:
         broke("the desk offered a product list")
     if expected == _UNKNOWN:
         catalogue = World.shipped().catalogue
-        named = {code.upper() for code in re.findall(r"(?i)\bGLX-\w+", text)}
-        if not all(code in answer for code in named if code not in catalogue):
+        asked = {code.upper() for code in re.findall(r"(?i)\bGLX-\w+", text)}
+        if not all(code in answer for code in asked if code not in catalogue):
             broke("the unknown code is not named back in upper case")
     if expected == _ORDER and not re.search(r"(?i)\bnothing has been ordered\b", answer):
         broke("the declined order does not say that nothing was ordered")
@@ -218,7 +226,11 @@ def served_assistant_arm(
         if neighbour_first:
             await assistant.reply(_neighbour(request.persona_id), request.user_turns)
         reply = await assistant.reply(request.persona_id, request.user_turns)
-        structured: dict[str, Any] = {"layer": reply.layer, "skus": list(reply.items)}
+        structured: dict[str, Any] = {
+            "layer": reply.layer,
+            "skus": list(reply.items),
+            "abstained": reply.abstained,
+        }
         structured.update({k: v for k, v in reply.facts.items() if k in ("intent", "screen")})
         return SubjectResponse(answer=reply.answer, tool_calls=None, structured=structured)
 
