@@ -5,15 +5,9 @@ each metric's mean as the session's, and no score for a metric that did not appl
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-from vitrine.rag._command import main
-
-# The Langfuse stand-in lives with the tracing tests.
-sys.path.insert(0, str(Path(__file__).parents[1] / "tracing"))
 from tracing_support import (
     TRACING_VARIABLES,
     attributes,
@@ -22,6 +16,8 @@ from tracing_support import (
     scores_by_span,
     start_receiver,
 )
+
+from vitrine.rag._command import main
 
 pytestmark = needs_otel
 

@@ -4,13 +4,8 @@ measured arrives as its state, never as a number."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from test_redteam_command import CASE_FILE
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "tracing"))  # the Langfuse stand-in
 from tracing_support import (
     attributes,
     langfuse_variables,
