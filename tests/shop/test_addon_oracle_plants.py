@@ -1,5 +1,5 @@
 """The add-ons oracle, proved on the producer: Discovery taking fewer declared add-ons than its
-policy owes, or none, must be named; the shipped workflow owes none it leaves out."""
+policy owes, or none, or more, must be named; the shipped workflow owes none it leaves out."""
 
 from __future__ import annotations
 
@@ -28,3 +28,10 @@ def test_fewer_add_ons_than_the_policy_owes_are_named(monkeypatch, cap):
     monkeypatch.setattr(discovery, "_COMPLEMENTS_PER_INTEREST", cap)
     observed = _observed()
     assert observed["rules"].get("add-ons", 0) > 0, observed["rules"]
+
+
+def test_more_add_ons_than_the_policy_owes_are_named(monkeypatch):
+    monkeypatch.setattr(discovery, "_COMPLEMENTS_PER_INTEREST", 4)
+    observed = _observed()
+    assert observed["rules"].get("add-ons", 0) > 0, observed["rules"]
+    assert any("owes no interest" in e["detail"] for e in observed["examples"])

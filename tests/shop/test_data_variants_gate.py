@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from vitrine_shop import memory, operations, tools
+from vitrine_shop import interests, memory, operations, tools
 from vitrine_shop.catalogue import Catalogue
 from vitrine_shop.domain import Persona, Product
 from vitrine_shop.evals import data_variants
@@ -141,6 +141,20 @@ def _evidence_is_purchases(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Persona, "has_evidence", property(lambda self: bool(self.purchase_history)))
 
 
+def _due_window_a_day_wider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(interests, "_DUE_WINDOW_DAYS", interests._DUE_WINDOW_DAYS + 1)
+
+
+def test_restock_edges_stand_on_both_sides_of_the_due_window() -> None:
+    base = ShopServices()
+    variant = data_variants.restock_edges(base, random.Random(data_variants.VARIANT_SEED))
+    assert variant.customers and variant.requests
+    for customer in variant.customers:
+        due = variant.services.interest_map(customer).consumables_due
+        bought = variant.services.persona(customer).purchase_history
+        assert 0 < len(due) < len(bought)  # some at the edge (due), some a day past it (not)
+
+
 def test_window_shoppers_have_taste_but_nothing_bought() -> None:
     base = ShopServices()
     variant = data_variants.window_shoppers(base, random.Random(data_variants.VARIANT_SEED))
@@ -163,6 +177,7 @@ def test_window_shoppers_have_taste_but_nothing_bought() -> None:
         (_mapper_edited(_keeps_the_weakest), "interests-kept"),
         (_mixed_ratings_called_poor, "tool-contract"),
         (_evidence_is_purchases, "tool-contract"),
+        (_due_window_a_day_wider, "interest-order"),
     ],
     ids=[
         "marketplace in stock",
@@ -173,6 +188,7 @@ def test_window_shoppers_have_taste_but_nothing_bought() -> None:
         "mapper keeps the weakest",
         "mixed ratings called poor",
         "evidence read as purchases only",
+        "due window a day wider",
     ],
 )
 def test_a_bug_only_variant_data_reaches_is_seen(

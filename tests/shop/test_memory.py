@@ -164,3 +164,18 @@ async def test_the_healthy_agent_recalls_both_constraints_and_the_ablated_one_re
     search = next(c for c in healthy.tool_calls or () if c.name == "search_products")
     assert search.arguments["max_price_chf"] == 250.0
     assert search.arguments["require_tags"] == ["waterproof"]
+
+
+_WORDS = ("a", "light", "stove", "for", "two", "nights")
+
+
+@pytest.mark.parametrize("at", range(len(_WORDS) + 1))
+@pytest.mark.parametrize("term", ["kochwerk", "waterproof", "ultra light"])
+def test_a_term_is_found_wherever_it_stands_in_the_text(at: int, term: str) -> None:
+    """First word, last word or between: a term's place in the text never hides it."""
+    text = " ".join([*_WORDS[:at], term.title(), *_WORDS[at:]]) + "."
+    constraints = Constraints(None, (term,), (term,))
+    assert constraints.excludes(text)
+    assert constraints.attributes_in(text) == (term,)
+    probe = MemoryProbe("What did I say?", (term,))
+    assert judge_recall(text, probe).passed

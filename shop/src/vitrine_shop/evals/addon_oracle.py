@@ -5,7 +5,9 @@ products the catalogue declares compatible with an owned durable the interest ci
 complements lookup's first eight, declared ones first) are taken in order, three at most per
 interest, each only if the customer may be offered it. The candidates oracle says each
 candidate handed to the Ranker is admissible; this one says none of the admissible add-ons was
-left out: every product the policy owes an interest must be a candidate found for it.
+left out: every product the policy owes an interest must be a candidate found for it, and no
+candidate may be handed over as an add-on the policy does not owe (past an interest's bound,
+say).
 
 Admissibility is read from the data fields (stock, price, purchases, the sensitive
 department, the kinds of durable bought for oneself) and the budget from the customer's turns
@@ -80,6 +82,7 @@ def addon_problems(payload: Mapping[str, Any], request: ShopRequest, world: Worl
         for label in candidate["interests"]:
             found_for.setdefault(str(label), set()).add(str(candidate["sku"]))
     problems: list[str] = []
+    owed_any: set[str] = set()
     for interest in payload["interests"]:
         if interest.get("source") != "history":
             continue
@@ -89,6 +92,7 @@ def addon_problems(payload: Mapping[str, Any], request: ShopRequest, world: Worl
             for product in _declared(owned, world) if owned is not None else ():
                 if len(owed) < _PER_INTEREST and admissible(product):
                     owed.append(product.sku)
+        owed_any.update(owed)
         label = str(interest["label"])
         missing = [sku for sku in owed if sku not in found_for.get(label, set())]
         if missing:
@@ -96,4 +100,12 @@ def addon_problems(payload: Mapping[str, Any], request: ShopRequest, world: Worl
                 f"{label!r} is owed the add-ons {owed} for what the customer owns; "
                 f"{missing} are not among its candidates"
             )
+    # Nor more than owed: an add-on past an interest's bound, or one the policy never owes.
+    extra = sorted(
+        str(c["sku"])
+        for c in payload["candidates"]
+        if c.get("goes_with") and c["sku"] not in owed_any
+    )
+    if extra:
+        problems.append(f"{extra} are handed over as add-ons, but the policy owes no interest them")
     return problems

@@ -27,6 +27,8 @@ customers are not embedded). Every output is held to the invariants computed fro
   start.
 - ``window shoppers``: customers who never bought anything but saved and viewed products of two
   departments, so their taste is all the interest map has.
+- ``restock edges``: customers whose every open consumable runs out exactly at the edge of
+  the due window, or one day past it.
 - Each changed customer's own records (profile, purchase history, interest map) are asked of
   the tools as that customer, and every field is held to the variant's data.
 - ``priced at the budget`` (a relation): for each request with a stated budget, the items the
@@ -76,6 +78,7 @@ __all__ = [
     "heavy_buyers",
     "observe_variants",
     "re_rated",
+    "restock_edges",
     "set_aside_customers",
     "sold_out",
     "variant_services",
@@ -89,6 +92,10 @@ _HEAVY_BUYERS = 2
 _WINDOW_SHOPPERS = 2
 _SAVED, _VIEWED = 2, 4
 _OPEN_REQUEST = "What would you recommend for me?"
+_RESTOCK_REQUEST = "Is there anything I should restock soon?"
+_RESTOCK_EDGE_CUSTOMERS = 2
+# The due window as the reference states it: two weeks, or a quarter of the cycle if shorter.
+_DUE_WITHIN_DAYS = 14
 _BUDGET_RELATIONS = 4  # per architecture
 _TEXT_FACTS = ("tag_terms", "customer_markers", "semantics")
 _EXAMPLES = 8
@@ -337,6 +344,39 @@ def heavy_buyers(base: ShopServices, rng: random.Random) -> Variant:
     return Variant("heavy buyers", services, requests, customers=frozenset(chosen))
 
 
+def restock_edges(base: ShopServices, rng: random.Random) -> Variant:
+    """Seeded customers who bought every open consumable so that it runs out exactly at the
+    edge of the due window or one day past it: what is due, and what the restock lane offers,
+    must tell the two apart (no packaged customer stands at either edge of any cycle)."""
+    consumables = sorted(
+        (
+            p
+            for p in base.catalogue
+            if p.consumable and p.typical_replenish_days and not p.department.sensitive
+        ),
+        key=lambda p: p.sku,
+    )
+    customers = sorted(pid for pid, p in base.personas.items() if p.has_evidence)
+    chosen = rng.sample(customers, min(_RESTOCK_EDGE_CUSTOMERS, len(customers)))
+    personas = dict(base.personas)
+    for offset, customer in enumerate(chosen):
+        history = []
+        for number, product in enumerate(consumables):
+            cycle = product.typical_replenish_days or 0
+            # Left at the window's edge (due) or one day past it (not yet), alternating.
+            left = min(_DUE_WITHIN_DAYS, cycle // 4) + (number + offset) % 2
+            bought = base.clock - datetime.timedelta(days=cycle - left)
+            history.append(Purchase(sku=product.sku, date=bought, price_paid_chf=product.price_chf))
+        personas[customer] = personas[customer].model_copy(
+            update={"purchase_history": tuple(history)}
+        )
+    requests = tuple(
+        ShopRequest.single(c, q) for c in sorted(chosen) for q in (_OPEN_REQUEST, _RESTOCK_REQUEST)
+    )
+    services = variant_services(base, personas=personas)
+    return Variant("restock edges", services, requests, customers=frozenset(chosen))
+
+
 def window_shoppers(base: ShopServices, rng: random.Random) -> Variant:
     """Seeded customers who never bought anything but saved and viewed seeded products of two
     departments: their taste is all the interest map has, and nothing of theirs is owned (every
@@ -463,6 +503,7 @@ async def observe_variants(base: ShopServices, seed: int = VARIANT_SEED) -> dict
         heavy_buyers(base, rng),
         re_rated(base, rng),
         window_shoppers(base, rng),
+        restock_edges(base, rng),
     )
     facts = World(base.catalogue, base.personas, base.clock)
     for variant in variants:
