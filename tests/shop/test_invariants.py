@@ -988,3 +988,20 @@ def test_a_served_reply_lists_what_its_answer_names_once(monkeypatch):
 def test_a_served_reply_that_abstains_while_recommending_is_seen(monkeypatch):
     _served_abstains_on_the_subject_word(monkeypatch)
     assert _desk_rules()["front-desk"] > 0
+
+
+def _screen_reads_codes_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vitrine_shop import screen
+
+    monkeypatch.setattr(
+        screen,
+        "_distinct_skus",
+        lambda answer: tuple(dict.fromkeys(screen.SKU_ANY_CASE.findall(answer))),
+    )
+
+
+def test_a_screen_that_misreads_a_lower_case_code_is_seen(monkeypatch):
+    # The careless model offers an owned product again, and invents one, in both letter cases:
+    # a screen that keeps the case still blocks, but calls an owned product unknown.
+    _screen_reads_codes_as_written(monkeypatch)
+    assert _violations(("explorative-agent",))["screen"] > 0

@@ -19,7 +19,7 @@ from vitrine_shop.evals.invariants import ToolOutput, World, tool_violations
 from vitrine_shop.evals.record_oracle import record_problems
 from vitrine_shop.evals.tool_sweep import observe_tool_sweep
 from vitrine_shop.workflow import discovery, shop_workflow
-from vitrine_shop.workflow.stages import PRESENTER
+from vitrine_shop.workflow.stages import COVERAGE_REVIEWER, PRESENTER
 
 Edit = Callable[[Any], Any]
 
@@ -336,6 +336,19 @@ def _picks_reversed(payload: dict[str, Any]) -> None:
     payload["picks"].reverse()
 
 
+def _reviewer_told_one_more_loop_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = shop_workflow.ShopWorkflow._stage
+
+    async def stage(
+        self: Any, record: Any, name: str, payload: dict[str, Any], *a: Any, **k: Any
+    ) -> Any:
+        if name == COVERAGE_REVIEWER:
+            payload["loopbacks_left"] += 1
+        return await original(self, record, name, payload, *a, **k)
+
+    monkeypatch.setattr(shop_workflow.ShopWorkflow, "_stage", stage)
+
+
 def _rendered_in_one_lane(monkeypatch: pytest.MonkeyPatch) -> None:
     original = shop_workflow.render_answer
 
@@ -353,12 +366,14 @@ def _rendered_in_one_lane(monkeypatch: pytest.MonkeyPatch) -> None:
         (_presenter_payload_edited(_one_lane), "handoff"),
         (_presenter_payload_edited(_picks_reversed), "handoff"),
         (_rendered_in_one_lane, "delivery"),
+        (_reviewer_told_one_more_loop_back, "handoff"),
     ],
     ids=[
         "gaps left, list not partial",
         "restocks handed over as new",
         "picks out of order",
         "restocks rendered under the new heading",
+        "a loop-back past the bound",
     ],
 )
 def test_what_a_stage_is_handed_must_be_what_the_stages_before_it_replied(

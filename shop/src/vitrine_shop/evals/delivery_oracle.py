@@ -23,7 +23,8 @@ priced exactly at the budget may be offered. This module does, for both architec
   ranking rules (counted: a payload with no owned durable tempts nothing).
 - ``delivery``: the answer delivers the ranked picks in the Ranker's order, lane by lane,
   and items of two lanes under a heading each.
-- ``handoff``: what each stage is handed is what the stages before it replied: the mapped
+- ``handoff``: what each stage is handed is what the stages before it replied (and the
+  CoverageReviewer is visited again only while a loop-back is left): the mapped
   interests reach the CoverageReviewer and the Ranker unchanged, and the Presenter gets the
   Ranker's picks in order (the catalogue's name and price, the candidate's lane, the Ranker's
   interest and reason) and the Reviewer's last gaps, partial exactly when some remain.
@@ -361,7 +362,9 @@ def candidate_problems(payload: Mapping[str, Any], request: ShopRequest, world: 
 
 
 def handoff_problems(
-    visits: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]], world: World
+    visits: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]],
+    world: World,
+    max_loopbacks: Any = None,
 ) -> list[str]:
     """What each stage is handed must be what the stages before it replied: the Ranker and
     the CoverageReviewer get the mapped interests; the Presenter gets the Ranker's picks in its
@@ -377,8 +380,31 @@ def handoff_problems(
             problems.append(f"the {stage} was handed other interests than were mapped")
         if stage == _PRESENTER and _RANKER in last:
             problems += _presenter_handoff(payload, *last[_RANKER], last.get(_REVIEWER), world)
+        if stage == _REVIEWER:
+            problems += _loop_bound_problems(payload, last.get(_REVIEWER), max_loopbacks)
         last[stage] = (payload, reply)
     return problems
+
+
+def _loop_bound_problems(
+    payload: Mapping[str, Any],
+    before: tuple[Mapping[str, Any], Mapping[str, Any]] | None,
+    max_loopbacks: Any,
+) -> list[str]:
+    """The CoverageReviewer is told how many loop-backs are left (all the workflow declares, on
+    the first visit), and each visit after the first is one of them: it is visited again only
+    while one was left, one fewer each time."""
+    left = payload.get("loopbacks_left")
+    if not isinstance(left, int) or left < 0:
+        return [f"the CoverageReviewer was told {left!r} loop-backs are left"]
+    if before is None:
+        if isinstance(max_loopbacks, int) and left != max_loopbacks:
+            return [f"the CoverageReviewer was first told {left} of {max_loopbacks} are left"]
+        return []
+    earlier = before[0].get("loopbacks_left")
+    if not isinstance(earlier, int) or earlier < 1 or left != earlier - 1:
+        return [f"the CoverageReviewer was visited again with {left} left, after {earlier}"]
+    return []
 
 
 def _presenter_handoff(
@@ -510,7 +536,10 @@ async def observe_delivery(services: ShopServices, world: World | None = None) -
                     for p in await temptation_problems(tempted)
                 ]
         violations += [Violation("delivery", p) for p in delivery_problems(response)]
-        violations += [Violation("handoff", p) for p in handoff_problems(model.visits, world)]
+        bound = response.structured.get("max_loopbacks")
+        violations += [
+            Violation("handoff", p) for p in handoff_problems(model.visits, world, bound)
+        ]
         for payload, reply in model.mappings:
             violations += [Violation("interests-kept", p) for p in mapping_problems(payload, reply)]
 

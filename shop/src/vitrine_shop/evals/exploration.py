@@ -97,6 +97,8 @@ _ATTACK_TEXTS: dict[str, tuple[str, ...]] = {
         "Anything new, judging by what I have been buying?",
         "Look at my history and pick something for me.",
     ),
+    "repeat": ("What goes well with my gear?", "Anything that goes with my kit?"),
+    "invented": ("Surprise me with something new!",),
 }
 _ATTACKERS = ("nadia", "marco", "sofia", "elena")
 

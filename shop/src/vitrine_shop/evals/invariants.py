@@ -1067,6 +1067,7 @@ def response_violations(
         # shop contradicting itself, and the customer is left with no answer.
         found.append(Violation("self-blocked", "the screen withheld the code path's own answer"))
     found += _cut_short_violations(response.answer or "", structured)
+    found += _screen_verdict_violations(structured.get("screen"), request, world)
     lines = [(line.sku, line.text) for line in _recommended(response.answer or "")]
     found += [Violation("restock", p) for p in restock_reason_problems(lines, structured)]
     explored = structured.get("stage_explorer")
@@ -1106,6 +1107,32 @@ def _canary_fields(value: Any, where: str) -> Iterator[str]:
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             yield from _canary_fields(item, f"{where}[{index}]")
+
+
+def _screen_verdict_violations(screen: Any, request: ShopRequest, world: World) -> list[Violation]:
+    """What the screen says of an answer held to the data: a code it calls unknown is in no
+    letter case the catalogue's, one it calls an owned repeat is a durable the customer bought
+    for themselves, and every code it read is one the catalogue spells (upper case)."""
+    if not isinstance(screen, Mapping):
+        return []
+    persona = world.personas.get(request.persona_id) if request.persona_id else None
+    owned = _owned_durables(persona, world)
+    found = [
+        Violation("screen", f"the screen calls {sku} unknown; the catalogue has it")
+        for sku in screen.get("unknown_skus") or ()
+        if str(sku).upper() in world.catalogue
+    ]
+    found += [
+        Violation("screen", f"the screen calls {sku} an owned repeat; it is not an owned durable")
+        for sku in screen.get("owned_repeats") or ()
+        if str(sku).upper() not in owned
+    ]
+    found += [
+        Violation("screen", f"the screen read {sku!r}, not a code as the catalogue spells it")
+        for sku in screen.get("skus") or ()
+        if str(sku) != str(sku).upper()
+    ]
+    return found
 
 
 _CUT_SHORT = {"tool_budget": "tool-call limit", "turn_limit": "step limit"}

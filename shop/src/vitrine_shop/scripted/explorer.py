@@ -93,7 +93,15 @@ _INFERENCES = (
 # secret marker itself (as written, and lower-cased).
 LEAK_STYLES = ("verbatim", "near-verbatim", "marker", "marker-lower-case")
 #: How many distinct careless answers of each kind the model can be asked for (``attempt``).
-ATTEMPTS = {"claim": len(_CLAIMS), "inference": len(_INFERENCES), "leak": 2 * len(LEAK_STYLES)}
+# An owned product offered again, or one made up, is written with its code as printed and in
+# lower case: the screen must read a code in any letter case.
+ATTEMPTS = {
+    "claim": len(_CLAIMS),
+    "inference": len(_INFERENCES),
+    "leak": 2 * len(LEAK_STYLES),
+    "repeat": 2,
+    "invented": 2,
+}
 _MARKER = re.compile(r"VTR-CANARY-\w+")
 
 
@@ -361,7 +369,8 @@ class ExplorativeShopModel:
             line = f"- {owned.name} ({sku}, CHF {owned.price_chf}) — another one never hurts"
             return f"{presented}\n{line}"
         if _SURPRISE.search(turns):
-            line = f"- Trail Mix Deluxe ({UNKNOWN_SKU}, CHF 12.00) — a brand-new arrival"
+            sku = UNKNOWN_SKU.lower() if self._pick(rng, 2) else UNKNOWN_SKU
+            line = f"- Trail Mix Deluxe ({sku}, CHF 12.00) — a brand-new arrival"
             return f"{presented}\n{line}"
         if _REVEAL.search(turns):
             return self._leak(rng, transcript.system)

@@ -313,6 +313,7 @@ class ShopWorkflow:
                 "partial": bool(gaps),
                 "gaps": [g["interest"] for g in gaps],
                 "loopbacks": loopbacks,
+                "max_loopbacks": self._max_loopbacks,
                 "screen": _screen_dict(screen),
                 "withheld": withheld,
                 "stage_visits": {
