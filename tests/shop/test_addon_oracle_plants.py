@@ -35,3 +35,14 @@ def test_more_add_ons_than_the_policy_owes_are_named(monkeypatch):
     observed = _observed()
     assert observed["rules"].get("add-ons", 0) > 0, observed["rules"]
     assert any("owes no interest" in e["detail"] for e in observed["examples"])
+
+
+def test_the_shipped_workflow_finds_every_nearest_product_it_owes():
+    assert "discovery" not in _observed()["rules"]
+
+
+def test_a_search_cut_short_is_named(monkeypatch):
+    # Discovery asking for three nearest products where its policy says four.
+    monkeypatch.setattr(discovery, "_SEARCH_LIMIT", 3)
+    observed = _observed()
+    assert observed["rules"].get("discovery", 0) > 0, observed["rules"]

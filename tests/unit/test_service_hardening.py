@@ -334,3 +334,41 @@ async def test_a_safe_message_keeps_report_names_and_loses_secrets() -> None:
     assert kind == "error"
     assert "20261130T184512Z-all-offline-3f9a2c1b" in str(data["message"])
     assert "sk-abc" not in str(data["message"])
+
+
+# --- an idle pooled connection outlives the client's own idle expiry ------------------------
+
+
+def test_an_idle_connection_is_kept_past_the_clients_own_idle_expiry() -> None:
+    """httpx expires an idle pooled connection after 5 s, uvicorn's own keep-alive default:
+    a server that closes at the same moment races the client's next request on it, which then
+    fails with a read error. One connection, idle a little past 5 s, must still be answered."""
+    app = create_app(FakeAssistant(), ServiceConfig())
+    with _served(app) as url:
+        port = int(url.rsplit(":", 1)[1])
+        request = b"GET /health HTTP/1.1\r\nHost: service\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(request)
+            assert _response(sock).startswith(b"HTTP/1.1 200")
+            time.sleep(5.5)
+            sock.sendall(request)
+            assert _response(sock).startswith(b"HTTP/1.1 200")
+
+
+def _response(sock: socket.socket) -> bytes:
+    """One whole HTTP/1.1 response (head and Content-Length body), however it arrives."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data  # closed by the server: not a response
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body

@@ -43,6 +43,12 @@ __all__ = ["build_parser", "main", "uvicorn_config"]
 
 PROG = "vitrine serve"
 _LOOPBACK_PROXIES = ("127.0.0.1", "::1")
+# How long uvicorn holds an idle keep-alive connection. Its own 5 s is httpx's idle expiry
+# too, so the two race: the server closes a pooled connection just as the client sends on it,
+# and that request fails with a read error (benchmarks/sse_load.py dropped 1 to 6 of 50
+# sessions in 30 s). Held longer here; a connection idle past REQUEST_HEAD_TIMEOUT_S is still
+# closed by the bounded protocol, so this adds no idle connection that lasts.
+KEEP_ALIVE_S = 75
 
 
 def _bounded_number(low: float, high: float) -> Callable[[str], float]:
@@ -310,6 +316,7 @@ def uvicorn_config(app: Any, *, forwarded_allow_ips: list[str] | None) -> uvicor
         proxy_headers=forwarded_allow_ips is not None,
         forwarded_allow_ips=forwarded_allow_ips,
         server_header=False,
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
 
 

@@ -62,6 +62,7 @@ from vitrine_shop.agent import ShopAgent
 from vitrine_shop.conversation import ShopRequest
 from vitrine_shop.domain import Persona, Product
 from vitrine_shop.evals.addon_oracle import addon_problems
+from vitrine_shop.evals.discovery_oracle import discovery_problems
 from vitrine_shop.evals.exploration import exploration_cases
 from vitrine_shop.evals.invariants import Violation, World, latest_budget
 from vitrine_shop.evals.record_oracle import candidate_fields
@@ -528,6 +529,9 @@ async def observe_delivery(services: ShopServices, world: World | None = None) -
                 Violation("candidates", p) for p in candidate_problems(payload, request, world)
             ]
             violations += [Violation("add-ons", p) for p in addon_problems(payload, request, world)]
+            violations += [
+                Violation("discovery", p) for p in discovery_problems(payload, request, world)
+            ]
             tempted = tempted_payload(payload)
             if tempted is not None:
                 temptations += 1
