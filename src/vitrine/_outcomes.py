@@ -45,6 +45,19 @@ __all__ = [
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
+# A plain pass or fail (0 or 1, no evidence, no label) is one of four equal, immutable values:
+# handing out one object for each keeps a run's rows from holding a copy per trial and check.
+_SHARED_VERDICTS: dict[tuple[float, bool], Observation] = {}
+
+
+def _verdict_key(value: float | bool, passed: bool) -> tuple[float, bool] | None:
+    if type(value) is bool:
+        return (float(value), passed)
+    # -0.0 equals 0.0 but is a different value to keep; only the positive zero is shared.
+    if type(value) is float and (value == 1.0 or (value == 0.0 and str(value) == "0.0")):
+        return (value, passed)
+    return None
+
 
 @dataclass(frozen=True, slots=True)
 class Observation:
@@ -89,13 +102,22 @@ class Observation:
         evidence: Mapping[str, Any] | None = None,
         label: str = "",
     ) -> Observation:
-        return cls(
+        plain = evidence is None and not label and cls is Observation and type(passed) is bool
+        key = _verdict_key(value, passed) if plain else None
+        if key is not None:
+            shared = _SHARED_VERDICTS.get(key)
+            if shared is not None:
+                return shared
+        made = cls(
             MeasurementState.MEASURED,
             float(value),
             passed,
             _EMPTY if evidence is None else evidence,
             label,
         )
+        if key is not None:
+            _SHARED_VERDICTS[key] = made
+        return made
 
     @classmethod
     def not_applicable(
@@ -154,10 +176,19 @@ class Observation:
             state = MeasurementState(data["state"])
         except (KeyError, ValueError) as exc:
             raise ObservationError(f"unknown measurement state in {dict(data)!r}") from exc
+        value = None if data.get("value") is None else float(data["value"])
+        passed = data.get("passed")
+        if (
+            state is MeasurementState.MEASURED
+            and value is not None
+            and type(passed) is bool
+            and not (data.get("evidence") or data.get("label") or data.get("reason"))
+        ):
+            return cls.measured(value, passed)  # a plain verdict read back is the shared one
         return cls(
             state,
-            None if data.get("value") is None else float(data["value"]),
-            data.get("passed"),
+            value,
+            passed,
             MappingProxyType(dict(data.get("evidence") or {})),
             str(data.get("label") or ""),
             data.get("reason"),

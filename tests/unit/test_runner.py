@@ -48,6 +48,16 @@ async def hangs(case: Case, response: SubjectResponse) -> Observation:
     return Observation.measured(1, True)
 
 
+@check("hands-back-a-hang")
+def hands_back_a_hang(case: Case, response: SubjectResponse) -> Observation:
+    return hangs.fn(case, response)  # type: ignore[return-value]  # a plain function's coroutine
+
+
+@check("plain-timeout-error")
+def plain_timeout_error(case: Case, response: SubjectResponse) -> Observation:
+    raise TimeoutError("the check's own client gave up")
+
+
 @check("wrong-type")
 def wrong_type(case: Case, response: SubjectResponse) -> Observation:
     return True  # type: ignore[return-value]
@@ -175,6 +185,19 @@ async def test_a_check_that_hangs_or_returns_garbage_is_not_measured():
     assert "did not finish within 0.05 s" in (result.rows_for("hangs")[0].observation.reason or "")
     assert "not an Observation" in (result.rows_for("wrong-type")[0].observation.reason or "")
     assert all(r.observation.is_measured for r in result.rows_for("non-empty"))
+
+
+async def test_what_a_plain_check_hands_back_to_await_is_still_under_the_check_timeout():
+    # A plain function runs to its end before any timeout could stop it; what it returns to
+    # await is where the timeout applies, and a TimeoutError of its own is not the deadline.
+    defn = definition(2, checks=(hands_back_a_hang, plain_timeout_error))
+    result = await run_benchmark(defn, Arm("echo", echo), check_timeout_s=0.05)
+    hang = result.rows_for("hands-back-a-hang")[0].observation
+    assert hang.state is MeasurementState.NOT_MEASURED
+    assert "did not finish within 0.05 s" in (hang.reason or "")
+    own = result.rows_for("plain-timeout-error")[0].observation
+    assert own.state is MeasurementState.NOT_MEASURED
+    assert "gave up" in (own.reason or "") and "did not finish" not in (own.reason or "")
 
 
 async def test_concurrency_never_exceeds_the_bound():

@@ -83,9 +83,26 @@ class FunctionCheck:
     description: str = ""
 
     async def evaluate(self, case: Case, response: SubjectResponse) -> Observation:
-        result = self.fn(case, response)
+        started = self.begin(case, response)
+        return started if isinstance(started, Observation) else await started
+
+    def begin(self, case: Case, response: SubjectResponse) -> Observation | Awaitable[Observation]:
+        """Call the function: a plain one's observation now, an async one's still to await.
+
+        The runner awaits (under the check's timeout) only what is left to await: a plain
+        function has already run to its end, where no timeout could have stopped it.
+        """
+        result: object = self.fn(case, response)  # typed loosely: users' functions stray
+        if isinstance(result, Observation):  # first: an ABC's isawaitable is the dearer test
+            return result
         if inspect.isawaitable(result):
-            result = await result
+            return self._awaited(result)
+        return self._refused_unless_observation(result)
+
+    async def _awaited(self, pending: Awaitable[Observation]) -> Observation:
+        return self._refused_unless_observation(await pending)
+
+    def _refused_unless_observation(self, result: object) -> Observation:
         if not isinstance(result, Observation):
             raise WrongTypeError(
                 f"check {self.key!r} returned {type(result).__name__}, not an Observation"
@@ -280,16 +297,19 @@ class Arm:
     arm_id: str
     subject: Subject
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    # Decided once: inspecting the subject on every trial cost a tenth of the harness's time.
+    _awaits: bool = field(init=False, repr=False, compare=False, default=False)
 
     def __post_init__(self) -> None:
         if not self.arm_id or not self.arm_id.strip():
             raise DefinitionError("an arm needs a non-blank arm_id")
         if not callable(self.subject):
             raise DefinitionError(f"arm {self.arm_id!r}: subject is not callable")
+        object.__setattr__(self, "_awaits", _is_async_callable(self.subject))
 
     async def respond(self, case: Case) -> SubjectResponse:
         """Ask the subject for its response to ``case``, refusing anything but a response."""
-        if _is_async_callable(self.subject):
+        if self._awaits:
             produced: Any = await self.subject(case)  # type: ignore[misc]
         else:
             produced = await asyncio.to_thread(self.subject, case)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vitrine._bench.model import AdmittedCheck, Arm, Case
+from vitrine._bench.model import AdmittedCheck, Arm, Case, FunctionCheck
 from vitrine._bench.response import SubjectResponse
 from vitrine._bench.results import ScenarioRow
 from vitrine._bench.retry import NO_RETRY, FailedAttempt, RetryPolicy
@@ -160,9 +160,19 @@ class TrialRunner:
         self, admitted: AdmittedCheck, case: Case, response: SubjectResponse
     ) -> ScenarioRow:
         started = time.perf_counter()
+        scope: asyncio.Timeout | None = None
+        check = admitted.check
         try:
-            async with asyncio.timeout(self.check_timeout_s) as scope:
-                observation = await admitted.check.evaluate(case, response)
+            pending = (
+                check.begin(case, response)
+                if isinstance(check, FunctionCheck)
+                else check.evaluate(case, response)
+            )
+            if isinstance(pending, Observation):
+                observation: object = pending
+            else:
+                async with asyncio.timeout(self.check_timeout_s) as scope:
+                    observation = await pending
             if not isinstance(observation, Observation):
                 raise WrongTypeError(
                     f"the check returned {type(observation).__name__}, not an Observation"
@@ -170,7 +180,7 @@ class TrialRunner:
         except TimeoutError as exc:
             why = (
                 f"did not finish within {self.check_timeout_s:g} s"
-                if scope.expired()
+                if scope is not None and scope.expired()
                 else describe_exception(exc)
             )
             observation = Observation.not_measured(f"check {admitted.key!r} {why}")

@@ -61,6 +61,14 @@ def encode_line(record: Mapping[str, Any]) -> bytes:
     return _LINE_ENCODER.encode(record).encode() + b"\n"
 
 
+def encode_compact(value: Any) -> str:
+    """``value`` exactly as :func:`encode_line` writes it inside a record, without a newline.
+
+    Compact JSON nests by concatenation, so pieces encoded once can be spliced into a line.
+    """
+    return _LINE_ENCODER.encode(value)
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> None:
     """Replace ``path`` with ``data``: readers see the old file or the new one, never a mix.
 
@@ -227,9 +235,12 @@ class AppendLog:
         A write that fails part way is cut back to where the record began, so a full disk
         leaves the trial unrecorded (it reruns on resume), never a torn line.
         """
+        return self.append_line(encode_line(record))
+
+    def append_line(self, line: bytes) -> bytes:
+        """Append one already encoded line (ending in its newline), as :meth:`append` does."""
         if self._fd is None:  # a store bug: only the store's writers hold an AppendLog
             raise ValueError(f"{self.path.name} is closed")
-        line = encode_line(record)
         try:
             write_all(self._fd, line)
         except BaseException:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from vitrine._bench.results import row_id
+from vitrine._bench.results import ScenarioRow, row_id
 from vitrine.errors import InvalidDataError
 from vitrine.store._files import (
     AppendLog,
@@ -25,6 +25,7 @@ from vitrine.store._files import (
 from vitrine.store._layout import PER_FILE_SCHEMA, ROWS_JSONL_SCHEMA, RunPaths
 from vitrine.store._naming import sanitize_file_name
 from vitrine.store._private import PRIVATE_DIR
+from vitrine.store._records import row_record, trial_rows_line
 
 __all__ = ["JsonlRows", "RowLayout", "ScenarioFileRows", "StoredRows", "row_layout"]
 
@@ -49,7 +50,7 @@ class RowLayout(Protocol):
     def open(self) -> None: ...
 
     def append_trial(
-        self, case_id: str, records: Sequence[RowRecord]
+        self, case_id: str, rows: Sequence[ScenarioRow]
     ) -> list[tuple[str, bytes]]: ...
 
     def read(self, check_keys: Sequence[str], *, tolerate_torn: bool) -> StoredRows: ...
@@ -84,23 +85,10 @@ class JsonlRows:
     def open(self) -> None:
         self._log = AppendLog(self._path)
 
-    def append_trial(self, case_id: str, records: Sequence[RowRecord]) -> list[tuple[str, bytes]]:
+    def append_trial(self, case_id: str, rows: Sequence[ScenarioRow]) -> list[tuple[str, bytes]]:
         if self._log is None:  # a store bug: the writer opens the log before any trial
             raise ValueError("the row log is not open")
-        line = self._log.append(
-            {
-                "schema_version": self.schema_version,
-                "case_id": case_id,
-                "rows": [
-                    {
-                        "check_key": r["check_key"],
-                        "observation": r["observation"],
-                        "duration_ms": r["duration_ms"],
-                    }
-                    for r in records
-                ],
-            }
-        )
+        line = self._log.append_line(trial_rows_line(self.schema_version, case_id, rows))
         return [(case_id, line)]
 
     def read(self, check_keys: Sequence[str], *, tolerate_torn: bool) -> StoredRows:
@@ -148,9 +136,9 @@ class ScenarioFileRows:
     def open(self) -> None:
         self._dir.mkdir(mode=PRIVATE_DIR, exist_ok=True)
 
-    def append_trial(self, case_id: str, records: Sequence[RowRecord]) -> list[tuple[str, bytes]]:
+    def append_trial(self, case_id: str, rows: Sequence[ScenarioRow]) -> list[tuple[str, bytes]]:
         written = []
-        for record in records:
+        for record in map(row_record, rows):
             rid = row_id(case_id, record["check_key"])
             data = encode_json({"schema_version": self.schema_version, "row_id": rid, **record})
             atomic_write_bytes(self._dir / f"{sanitize_file_name(rid)}.json", data, private=True)

@@ -22,7 +22,6 @@ from vitrine.store._records import (
     ContentHasher,
     build_summary,
     new_manifest,
-    row_record,
     trace_record,
 )
 from vitrine.store._rows import RowLayout, row_layout
@@ -162,7 +161,7 @@ class RunWriter:
             )
         )
         self._hasher.add_trace(case_id, trace)
-        for key, data in self._layout.append_trial(case_id, [row_record(r) for r in rows]):
+        for key, data in self._layout.append_trial(case_id, rows):
             self._hasher.add_row(key, data)
 
     def note_trace_id(self, trace_id: str) -> None:
