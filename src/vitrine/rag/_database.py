@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
+import subprocess
 import threading
 import warnings
 from pathlib import Path
@@ -71,6 +73,36 @@ def _prune_dead_clients(pgdata: Path) -> None:
         listing.write_text(json.dumps(alive))
 
 
+_SYSTEM_USER = "pgserver"  # the user pgserver runs PostgreSQL as when it is started as root
+_USER_EXISTS = 9  # useradd's exit status for a name already taken
+
+
+def ensure_system_user() -> None:
+    """Create the system user pgserver needs as root, treating a concurrent creation as done.
+
+    pgserver looks the user up and runs ``useradd`` when it is missing; two processes starting
+    at once (test workers, two suites) both find it missing, and the second ``useradd`` fails
+    with "already exists". Doing it here first makes that clash harmless.
+    """
+    if platform.system() == "Windows" or os.geteuid() != 0:
+        return
+    import pwd
+
+    try:
+        pwd.getpwnam(_SYSTEM_USER)
+        return
+    except KeyError:
+        pass
+    done = subprocess.run(
+        ["useradd", "-s", "/bin/bash", _SYSTEM_USER], capture_output=True, text=True, check=False
+    )
+    if done.returncode not in (0, _USER_EXISTS):
+        raise DatabaseUnavailable(
+            f"the system user {_SYSTEM_USER!r} that PostgreSQL runs as under root could not be "
+            f"created: useradd exited {done.returncode} ({done.stderr.strip()[:200]})"
+        )
+
+
 def embedded_server_url(pgdata: Path) -> str:
     """Start (or attach to) the embedded server for ``pgdata`` and return its URL."""
     pgdata = pgdata.expanduser().resolve()
@@ -88,6 +120,7 @@ def embedded_server_url(pgdata: Path) -> str:
                     "no VITRINE_DATABASE_URL is set and the embedded PostgreSQL is not "
                     f"installed ({describe_exception(exc)}); install vitrine with the 'rag' extra"
                 ) from exc
+            ensure_system_user()
             try:
                 pgdata.parent.mkdir(parents=True, exist_ok=True)
                 with PostgresServer._lock:
